@@ -1,0 +1,1058 @@
+//! Typed entities and their mapping onto plain Automerge documents.
+//!
+//! One document per entity. The root map holds `schema` ("hearth/1"), `kind`, `deleted`,
+//! `created_at`, `updated_at` and the kind's fields; free text is an Automerge `Text`
+//! object so concurrent edits merge character by character, short values are scalar
+//! strings (last writer wins). `docs/SCHEMA.md` is the normative description.
+//!
+//! This module never touches SQLite; it reads and writes Automerge documents only.
+
+use std::{collections::BTreeMap, fmt, str::FromStr};
+
+use automerge::transaction::Transactable;
+use automerge::{AutoCommit, ObjType, ReadDoc, ScalarValue, Value, ROOT};
+
+use crate::error::StoreError;
+
+/// Value of the root `schema` key of every Hearth document.
+pub const SCHEMA: &str = "hearth/1";
+
+/// A document id: 16 random bytes, written as 32 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DocId(pub [u8; 16]);
+
+impl DocId {
+    /// A fresh random id.
+    pub fn random() -> Self {
+        Self(*uuid::Uuid::new_v4().as_bytes())
+    }
+    /// The replication bucket of this id.
+    pub fn bucket(&self) -> u8 {
+        self.0[0]
+    }
+}
+
+impl fmt::Display for DocId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for DocId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DocId({self})")
+    }
+}
+
+impl FromStr for DocId {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || StoreError::invalid("id", format!("{s:?} is not 32 hex digits"));
+        if s.len() != 32 || !s.is_ascii() {
+            return Err(bad());
+        }
+        let mut out = [0u8; 16];
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        Ok(Self(out))
+    }
+}
+
+/// The kinds of replicated entity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A node of the project tree.
+    Project,
+    /// A markdown note.
+    Note,
+    /// A task, possibly a subtask or recurring.
+    Task,
+    /// A contact.
+    Contact,
+    /// A skill (reusable instructions for the agent).
+    Skill,
+}
+
+impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 5] = [
+        Kind::Project,
+        Kind::Note,
+        Kind::Task,
+        Kind::Contact,
+        Kind::Skill,
+    ];
+
+    /// The name stored in documents and tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Project => "project",
+            Kind::Note => "note",
+            Kind::Task => "task",
+            Kind::Contact => "contact",
+            Kind::Skill => "skill",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Kind {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| StoreError::invalid("kind", format!("unknown kind {s:?}")))
+    }
+}
+
+/// An entity as stored: its id, bookkeeping and typed value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record<E> {
+    /// Document id.
+    pub id: DocId,
+    /// Creation time, ms since the Unix epoch.
+    pub created_at: i64,
+    /// Last local or merged update, ms since the Unix epoch.
+    pub updated_at: i64,
+    /// Whether the entity was deleted (the document stays as a tombstone).
+    pub deleted: bool,
+    /// The typed fields.
+    pub value: E,
+}
+
+/// The queryable projection of an entity, written to the derived tables.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Derived {
+    /// Owning project.
+    pub project: Option<DocId>,
+    /// Title, name.
+    pub title: String,
+    /// Task status.
+    pub status: Option<String>,
+    /// Task due date.
+    pub due: Option<String>,
+    /// Parent task or project.
+    pub parent: Option<DocId>,
+    /// Text for full-text search (besides the title).
+    pub body: String,
+}
+
+/// A typed entity stored as one Automerge document.
+pub trait Entity: Sized + Clone + fmt::Debug + Send + 'static {
+    /// The kind of document.
+    const KIND: Kind;
+    /// Writes every field into a new document.
+    fn write_new(&self, doc: &mut AutoCommit) -> Result<(), StoreError>;
+    /// Reads the fields back; missing fields read as empty, so peers' documents written
+    /// by other implementations still load.
+    fn read(doc: &AutoCommit) -> Self;
+    /// Checks field values (the store calls it before every local commit).
+    fn validate(&self) -> Result<(), StoreError>;
+    /// The queryable projection.
+    fn derive(&self) -> Derived;
+}
+
+/// A change to one field of a document.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TextEdit {
+    /// Replace the whole text. Diffed into splices (`update_text`), so concurrent edits to
+    /// other parts still merge, but prefer [`TextEdit::Splice`] when the edit is known.
+    Replace(String),
+    /// Delete `delete` characters at `pos` (Unicode scalar values) and insert `insert`.
+    Splice {
+        /// Position in characters.
+        pos: usize,
+        /// Characters to delete.
+        delete: usize,
+        /// Text to insert.
+        insert: String,
+    },
+    /// Append text at the end.
+    Append(String),
+}
+
+/// One field edit; typed patches turn into a list of these.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldEdit {
+    /// Edit a text field.
+    Text(&'static str, TextEdit),
+    /// Set or clear a scalar string field.
+    Str(&'static str, Option<String>),
+    /// Replace a list of strings.
+    List(&'static str, Vec<String>),
+    /// Replace a map of strings.
+    Map(&'static str, BTreeMap<String, String>),
+}
+
+/// A typed patch for one kind of entity.
+pub trait Patch: Send + 'static {
+    /// The entity it patches.
+    type Entity: Entity;
+    /// The field edits it consists of.
+    fn into_edits(self) -> Vec<FieldEdit>;
+}
+
+// ---- field helpers ---------------------------------------------------------------------
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Reads a text field (an Automerge Text, or a scalar string written by another client).
+pub(crate) fn read_text(doc: &AutoCommit, key: &str) -> String {
+    match doc.get(ROOT, key) {
+        Ok(Some((Value::Object(ObjType::Text), obj))) => doc.text(&obj).unwrap_or_default(),
+        Ok(Some((Value::Scalar(s), _))) => match s.as_ref() {
+            ScalarValue::Str(s) => s.to_string(),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    }
+}
+
+pub(crate) fn read_str(doc: &AutoCommit, key: &str) -> Option<String> {
+    match doc.get(ROOT, key) {
+        Ok(Some((Value::Scalar(s), _))) => match s.as_ref() {
+            ScalarValue::Str(s) => Some(s.to_string()),
+            _ => None,
+        },
+        Ok(Some((Value::Object(ObjType::Text), obj))) => doc.text(&obj).ok(),
+        _ => None,
+    }
+}
+
+pub(crate) fn read_i64(doc: &AutoCommit, key: &str) -> i64 {
+    match doc.get(ROOT, key) {
+        Ok(Some((Value::Scalar(s), _))) => match s.as_ref() {
+            ScalarValue::Int(i) | ScalarValue::Timestamp(i) => *i,
+            ScalarValue::Uint(u) => *u as i64,
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+pub(crate) fn read_bool(doc: &AutoCommit, key: &str) -> bool {
+    matches!(doc.get(ROOT, key), Ok(Some((Value::Scalar(s), _))) if matches!(s.as_ref(), ScalarValue::Boolean(true)))
+}
+
+fn read_id(doc: &AutoCommit, key: &str) -> Option<DocId> {
+    read_str(doc, key).and_then(|s| s.parse().ok())
+}
+
+fn read_list(doc: &AutoCommit, key: &str) -> Vec<String> {
+    match doc.get(ROOT, key) {
+        Ok(Some((Value::Object(ObjType::List), obj))) => (0..doc.length(&obj))
+            .filter_map(|i| match doc.get(&obj, i) {
+                Ok(Some((Value::Scalar(s), _))) => match s.as_ref() {
+                    ScalarValue::Str(s) => Some(s.to_string()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn read_map(doc: &AutoCommit, key: &str) -> BTreeMap<String, String> {
+    match doc.get(ROOT, key) {
+        Ok(Some((Value::Object(ObjType::Map), obj))) => doc
+            .keys(&obj)
+            .filter_map(|k| match doc.get(&obj, k.as_str()) {
+                Ok(Some((Value::Scalar(s), _))) => match s.as_ref() {
+                    ScalarValue::Str(v) => Some((k.clone(), v.to_string())),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect(),
+        _ => BTreeMap::new(),
+    }
+}
+
+pub(crate) fn write_header(doc: &mut AutoCommit, kind: Kind, now: i64) -> Result<(), StoreError> {
+    doc.put(ROOT, "schema", SCHEMA)?;
+    doc.put(ROOT, "kind", kind.as_str())?;
+    doc.put(ROOT, "deleted", false)?;
+    doc.put(ROOT, "created_at", ScalarValue::Timestamp(now))?;
+    doc.put(ROOT, "updated_at", ScalarValue::Timestamp(now))?;
+    Ok(())
+}
+
+fn write_text(doc: &mut AutoCommit, key: &str, value: &str) -> Result<(), StoreError> {
+    let obj = doc.put_object(ROOT, key, ObjType::Text)?;
+    doc.splice_text(&obj, 0, 0, value)?;
+    Ok(())
+}
+
+fn write_str(doc: &mut AutoCommit, key: &str, value: Option<&str>) -> Result<(), StoreError> {
+    match value {
+        Some(v) => doc.put(ROOT, key, v)?,
+        None => doc.put(ROOT, key, ScalarValue::Null)?,
+    }
+    Ok(())
+}
+
+fn write_id(doc: &mut AutoCommit, key: &str, value: Option<DocId>) -> Result<(), StoreError> {
+    write_str(doc, key, value.map(|v| v.to_string()).as_deref())
+}
+
+fn write_list(doc: &mut AutoCommit, key: &str, values: &[String]) -> Result<(), StoreError> {
+    let obj = doc.put_object(ROOT, key, ObjType::List)?;
+    for (i, v) in values.iter().enumerate() {
+        doc.insert(&obj, i, v.as_str())?;
+    }
+    Ok(())
+}
+
+fn write_map(
+    doc: &mut AutoCommit,
+    key: &str,
+    values: &BTreeMap<String, String>,
+) -> Result<(), StoreError> {
+    let obj = doc.put_object(ROOT, key, ObjType::Map)?;
+    for (k, v) in values {
+        doc.put(&obj, k.as_str(), v.as_str())?;
+    }
+    Ok(())
+}
+
+/// Applies one field edit to a document inside the caller's transaction.
+pub(crate) fn apply_edit(doc: &mut AutoCommit, edit: &FieldEdit) -> Result<(), StoreError> {
+    match edit {
+        FieldEdit::Text(key, text) => {
+            let obj = match doc.get(ROOT, *key)? {
+                Some((Value::Object(ObjType::Text), obj)) => obj,
+                // A missing or scalar field becomes a Text object holding the old value.
+                _ => {
+                    let old = read_text(doc, key);
+                    let obj = doc.put_object(ROOT, *key, ObjType::Text)?;
+                    doc.splice_text(&obj, 0, 0, &old)?;
+                    obj
+                }
+            };
+            let len = doc.length(&obj);
+            match text {
+                TextEdit::Replace(new) => doc.update_text(&obj, new)?,
+                TextEdit::Append(more) => doc.splice_text(&obj, len, 0, more)?,
+                TextEdit::Splice {
+                    pos,
+                    delete,
+                    insert,
+                } => {
+                    if *pos > len || pos.saturating_add(*delete) > len {
+                        return Err(StoreError::invalid(
+                            key,
+                            format!(
+                                "splice {pos}+{delete} is outside the text of {len} characters"
+                            ),
+                        ));
+                    }
+                    doc.splice_text(&obj, *pos, *delete as isize, insert)?;
+                }
+            }
+        }
+        FieldEdit::Str(key, value) => write_str(doc, key, value.as_deref())?,
+        FieldEdit::List(key, values) => write_list(doc, key, values)?,
+        FieldEdit::Map(key, values) => write_map(doc, key, values)?,
+    }
+    Ok(())
+}
+
+// ---- validation --------------------------------------------------------------------------
+
+/// Checks a slug: lowercase ASCII letters, digits and single inner hyphens, 1 to 64 chars.
+pub fn validate_slug(field: &'static str, s: &str) -> Result<(), StoreError> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+        && !s.contains("--");
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            field,
+            format!("{s:?} must be 1-64 lowercase letters, digits and single hyphens"),
+        ))
+    }
+}
+
+fn validate_nonempty(field: &'static str, s: &str) -> Result<(), StoreError> {
+    if s.trim().is_empty() {
+        Err(StoreError::invalid(field, "must not be empty"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Checks a due date: `YYYY-MM-DD`, optionally followed by `THH:MM` (and `:SS`).
+pub fn validate_due(s: &str) -> Result<(), StoreError> {
+    let bad = || {
+        StoreError::invalid(
+            "due",
+            format!("{s:?} is not YYYY-MM-DD or YYYY-MM-DDTHH:MM"),
+        )
+    };
+    let (date, time) = match s.split_once('T') {
+        Some((d, t)) => (d, Some(t)),
+        None => (s, None),
+    };
+    let parts: Vec<&str> = date.split('-').collect();
+    let [y, m, d] = parts.as_slice() else {
+        return Err(bad());
+    };
+    let num = |p: &str, len: usize, lo: u32, hi: u32| {
+        p.len() == len && p.bytes().all(|b| b.is_ascii_digit()) && {
+            let v: u32 = p.parse().unwrap_or(0);
+            (lo..=hi).contains(&v)
+        }
+    };
+    if !(num(y, 4, 1, 9999) && num(m, 2, 1, 12) && num(d, 2, 1, 31)) {
+        return Err(bad());
+    }
+    if let Some(t) = time {
+        let parts: Vec<&str> = t.split(':').collect();
+        let ok = match parts.as_slice() {
+            [h, mi] => num(h, 2, 0, 23) && num(mi, 2, 0, 59),
+            [h, mi, sec] => num(h, 2, 0, 23) && num(mi, 2, 0, 59) && num(sec, 2, 0, 59),
+            _ => false,
+        };
+        if !ok {
+            return Err(bad());
+        }
+    }
+    Ok(())
+}
+
+/// Checks a recurrence interval: a positive count and a unit, `d`, `w`, `m` or `y` (`3d`).
+pub fn validate_interval(s: &str) -> Result<(), StoreError> {
+    let ok = s.len() >= 2
+        && s[..s.len() - 1].bytes().all(|b| b.is_ascii_digit())
+        && s[..s.len() - 1].parse::<u32>().is_ok_and(|n| n > 0)
+        && matches!(s.as_bytes()[s.len() - 1], b'd' | b'w' | b'm' | b'y');
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(
+            "interval",
+            format!("{s:?} is not like 1d, 2w, 1m or 1y"),
+        ))
+    }
+}
+
+// ---- project -------------------------------------------------------------------------------
+
+/// A node of the project tree.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Project {
+    /// Slug: lowercase letters, digits, hyphens.
+    pub name: String,
+    /// Parent project, `None` at the root.
+    pub parent: Option<DocId>,
+    /// Instructions for the agent working in this project.
+    pub instructions: String,
+}
+
+impl Entity for Project {
+    const KIND: Kind = Kind::Project;
+    fn write_new(&self, doc: &mut AutoCommit) -> Result<(), StoreError> {
+        write_str(doc, "name", Some(&self.name))?;
+        write_id(doc, "parent", self.parent)?;
+        write_text(doc, "instructions", &self.instructions)
+    }
+    fn read(doc: &AutoCommit) -> Self {
+        Self {
+            name: read_str(doc, "name").unwrap_or_default(),
+            parent: read_id(doc, "parent"),
+            instructions: read_text(doc, "instructions"),
+        }
+    }
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_slug("name", &self.name)
+    }
+    fn derive(&self) -> Derived {
+        Derived {
+            title: self.name.clone(),
+            parent: self.parent,
+            body: self.instructions.clone(),
+            ..Derived::default()
+        }
+    }
+}
+
+/// Changes to a project.
+#[derive(Debug, Clone, Default)]
+pub struct ProjectPatch {
+    /// New name.
+    pub name: Option<String>,
+    /// New parent (`Some(None)` moves it to the root).
+    pub parent: Option<Option<DocId>>,
+    /// Instruction edit.
+    pub instructions: Option<TextEdit>,
+}
+
+impl Patch for ProjectPatch {
+    type Entity = Project;
+    fn into_edits(self) -> Vec<FieldEdit> {
+        let mut out = Vec::new();
+        if let Some(v) = self.name {
+            out.push(FieldEdit::Str("name", Some(v)));
+        }
+        if let Some(v) = self.parent {
+            out.push(FieldEdit::Str("parent", v.map(|p| p.to_string())));
+        }
+        if let Some(v) = self.instructions {
+            out.push(FieldEdit::Text("instructions", v));
+        }
+        out
+    }
+}
+
+// ---- note ----------------------------------------------------------------------------------
+
+/// A markdown note.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Note {
+    /// Owning project.
+    pub project: Option<DocId>,
+    /// Title.
+    pub title: String,
+    /// Markdown content.
+    pub content: String,
+}
+
+impl Entity for Note {
+    const KIND: Kind = Kind::Note;
+    fn write_new(&self, doc: &mut AutoCommit) -> Result<(), StoreError> {
+        write_id(doc, "project", self.project)?;
+        write_text(doc, "title", &self.title)?;
+        write_text(doc, "content", &self.content)
+    }
+    fn read(doc: &AutoCommit) -> Self {
+        Self {
+            project: read_id(doc, "project"),
+            title: read_text(doc, "title"),
+            content: read_text(doc, "content"),
+        }
+    }
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_nonempty("title", &self.title)
+    }
+    fn derive(&self) -> Derived {
+        Derived {
+            project: self.project,
+            title: self.title.clone(),
+            body: self.content.clone(),
+            ..Derived::default()
+        }
+    }
+}
+
+/// Changes to a note.
+#[derive(Debug, Clone, Default)]
+pub struct NotePatch {
+    /// Move to another project (`Some(None)`: no project).
+    pub project: Option<Option<DocId>>,
+    /// Title edit.
+    pub title: Option<TextEdit>,
+    /// Content edit.
+    pub content: Option<TextEdit>,
+}
+
+impl Patch for NotePatch {
+    type Entity = Note;
+    fn into_edits(self) -> Vec<FieldEdit> {
+        let mut out = Vec::new();
+        if let Some(v) = self.project {
+            out.push(FieldEdit::Str("project", v.map(|p| p.to_string())));
+        }
+        if let Some(v) = self.title {
+            out.push(FieldEdit::Text("title", v));
+        }
+        if let Some(v) = self.content {
+            out.push(FieldEdit::Text("content", v));
+        }
+        out
+    }
+}
+
+// ---- task ----------------------------------------------------------------------------------
+
+/// The state of a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskStatus {
+    /// Not done yet.
+    #[default]
+    Incomplete,
+    /// Done.
+    Complete,
+    /// Will not be done.
+    Cancelled,
+    /// Repeats every `interval`.
+    Recurring,
+}
+
+impl TaskStatus {
+    /// Stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Incomplete => "incomplete",
+            Self::Complete => "complete",
+            Self::Cancelled => "cancelled",
+            Self::Recurring => "recurring",
+        }
+    }
+}
+
+impl FromStr for TaskStatus {
+    type Err = StoreError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "incomplete" => Self::Incomplete,
+            "complete" => Self::Complete,
+            "cancelled" => Self::Cancelled,
+            "recurring" => Self::Recurring,
+            _ => {
+                return Err(StoreError::invalid(
+                    "status",
+                    format!("{s:?} is not incomplete, complete, cancelled or recurring"),
+                ))
+            }
+        })
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A task; subtasks name a parent task (two levels at most).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Task {
+    /// Owning project.
+    pub project: Option<DocId>,
+    /// What to do.
+    pub name: String,
+    /// State.
+    pub status: TaskStatus,
+    /// Due date, `YYYY-MM-DD[THH:MM]`.
+    pub due: Option<String>,
+    /// Free-form notes.
+    pub notes: String,
+    /// Parent task for a subtask.
+    pub parent: Option<DocId>,
+    /// Recurrence (`1d`, `2w`, `1m`, `1y`), required when recurring.
+    pub interval: Option<String>,
+}
+
+impl Entity for Task {
+    const KIND: Kind = Kind::Task;
+    fn write_new(&self, doc: &mut AutoCommit) -> Result<(), StoreError> {
+        write_id(doc, "project", self.project)?;
+        write_text(doc, "name", &self.name)?;
+        write_str(doc, "status", Some(self.status.as_str()))?;
+        write_str(doc, "due", self.due.as_deref())?;
+        write_text(doc, "notes", &self.notes)?;
+        write_id(doc, "parent", self.parent)?;
+        write_str(doc, "interval", self.interval.as_deref())
+    }
+    fn read(doc: &AutoCommit) -> Self {
+        Self {
+            project: read_id(doc, "project"),
+            name: read_text(doc, "name"),
+            status: read_str(doc, "status")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_default(),
+            due: read_str(doc, "due"),
+            notes: read_text(doc, "notes"),
+            parent: read_id(doc, "parent"),
+            interval: read_str(doc, "interval"),
+        }
+    }
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_nonempty("name", &self.name)?;
+        if let Some(due) = &self.due {
+            validate_due(due)?;
+        }
+        if let Some(interval) = &self.interval {
+            validate_interval(interval)?;
+        }
+        if self.status == TaskStatus::Recurring && self.interval.is_none() {
+            return Err(StoreError::invalid(
+                "interval",
+                "a recurring task needs an interval",
+            ));
+        }
+        Ok(())
+    }
+    fn derive(&self) -> Derived {
+        Derived {
+            project: self.project,
+            title: self.name.clone(),
+            status: Some(self.status.as_str().to_string()),
+            due: self.due.clone(),
+            parent: self.parent,
+            body: self.notes.clone(),
+        }
+    }
+}
+
+/// Changes to a task.
+#[derive(Debug, Clone, Default)]
+pub struct TaskPatch {
+    /// Move to another project.
+    pub project: Option<Option<DocId>>,
+    /// Name edit.
+    pub name: Option<TextEdit>,
+    /// New status.
+    pub status: Option<TaskStatus>,
+    /// New due date (`Some(None)` clears it).
+    pub due: Option<Option<String>>,
+    /// Notes edit.
+    pub notes: Option<TextEdit>,
+    /// New parent task.
+    pub parent: Option<Option<DocId>>,
+    /// New interval.
+    pub interval: Option<Option<String>>,
+}
+
+impl Patch for TaskPatch {
+    type Entity = Task;
+    fn into_edits(self) -> Vec<FieldEdit> {
+        let mut out = Vec::new();
+        if let Some(v) = self.project {
+            out.push(FieldEdit::Str("project", v.map(|p| p.to_string())));
+        }
+        if let Some(v) = self.name {
+            out.push(FieldEdit::Text("name", v));
+        }
+        if let Some(v) = self.status {
+            out.push(FieldEdit::Str("status", Some(v.as_str().to_string())));
+        }
+        if let Some(v) = self.due {
+            out.push(FieldEdit::Str("due", v));
+        }
+        if let Some(v) = self.notes {
+            out.push(FieldEdit::Text("notes", v));
+        }
+        if let Some(v) = self.parent {
+            out.push(FieldEdit::Str("parent", v.map(|p| p.to_string())));
+        }
+        if let Some(v) = self.interval {
+            out.push(FieldEdit::Str("interval", v));
+        }
+        out
+    }
+}
+
+// ---- contact -------------------------------------------------------------------------------
+
+/// A contact.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Contact {
+    /// Full name.
+    pub name: String,
+    /// Email address.
+    pub email: Option<String>,
+    /// Phone number.
+    pub phone: Option<String>,
+    /// Company.
+    pub company: Option<String>,
+    /// Job title.
+    pub title: Option<String>,
+    /// Website.
+    pub website: Option<String>,
+    /// Postal address.
+    pub address: Option<String>,
+    /// Free-form notes.
+    pub notes: String,
+    /// Tags.
+    pub tags: Vec<String>,
+    /// Other key/value data.
+    pub metadata: BTreeMap<String, String>,
+}
+
+const CONTACT_SCALARS: [&str; 6] = ["email", "phone", "company", "title", "website", "address"];
+
+impl Contact {
+    fn scalars(&self) -> [&Option<String>; 6] {
+        [
+            &self.email,
+            &self.phone,
+            &self.company,
+            &self.title,
+            &self.website,
+            &self.address,
+        ]
+    }
+}
+
+impl Entity for Contact {
+    const KIND: Kind = Kind::Contact;
+    fn write_new(&self, doc: &mut AutoCommit) -> Result<(), StoreError> {
+        write_str(doc, "name", Some(&self.name))?;
+        for (key, value) in CONTACT_SCALARS.iter().zip(self.scalars()) {
+            write_str(doc, key, value.as_deref())?;
+        }
+        write_text(doc, "notes", &self.notes)?;
+        write_list(doc, "tags", &self.tags)?;
+        write_map(doc, "metadata", &self.metadata)
+    }
+    fn read(doc: &AutoCommit) -> Self {
+        Self {
+            name: read_str(doc, "name").unwrap_or_default(),
+            email: read_str(doc, "email"),
+            phone: read_str(doc, "phone"),
+            company: read_str(doc, "company"),
+            title: read_str(doc, "title"),
+            website: read_str(doc, "website"),
+            address: read_str(doc, "address"),
+            notes: read_text(doc, "notes"),
+            tags: read_list(doc, "tags"),
+            metadata: read_map(doc, "metadata"),
+        }
+    }
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_nonempty("name", &self.name)?;
+        if let Some(email) = &self.email {
+            if !email.contains('@') {
+                return Err(StoreError::invalid("email", format!("{email:?} has no @")));
+            }
+        }
+        Ok(())
+    }
+    fn derive(&self) -> Derived {
+        let mut body = String::new();
+        for v in self.scalars().into_iter().flatten() {
+            body.push_str(v);
+            body.push('\n');
+        }
+        body.push_str(&self.tags.join(" "));
+        body.push('\n');
+        body.push_str(&self.notes);
+        Derived {
+            title: self.name.clone(),
+            body,
+            ..Derived::default()
+        }
+    }
+}
+
+/// Changes to a contact; `Some(None)` clears an optional field.
+#[derive(Debug, Clone, Default)]
+pub struct ContactPatch {
+    /// New name.
+    pub name: Option<String>,
+    /// New email.
+    pub email: Option<Option<String>>,
+    /// New phone.
+    pub phone: Option<Option<String>>,
+    /// New company.
+    pub company: Option<Option<String>>,
+    /// New job title.
+    pub title: Option<Option<String>>,
+    /// New website.
+    pub website: Option<Option<String>>,
+    /// New address.
+    pub address: Option<Option<String>>,
+    /// Notes edit.
+    pub notes: Option<TextEdit>,
+    /// New tags.
+    pub tags: Option<Vec<String>>,
+    /// New metadata.
+    pub metadata: Option<BTreeMap<String, String>>,
+}
+
+impl Patch for ContactPatch {
+    type Entity = Contact;
+    fn into_edits(self) -> Vec<FieldEdit> {
+        let mut out = Vec::new();
+        if let Some(v) = self.name {
+            out.push(FieldEdit::Str("name", Some(v)));
+        }
+        let scalars = [
+            self.email,
+            self.phone,
+            self.company,
+            self.title,
+            self.website,
+            self.address,
+        ];
+        for (key, value) in CONTACT_SCALARS.into_iter().zip(scalars) {
+            if let Some(v) = value {
+                out.push(FieldEdit::Str(key, v));
+            }
+        }
+        if let Some(v) = self.notes {
+            out.push(FieldEdit::Text("notes", v));
+        }
+        if let Some(v) = self.tags {
+            out.push(FieldEdit::List("tags", v));
+        }
+        if let Some(v) = self.metadata {
+            out.push(FieldEdit::Map("metadata", v));
+        }
+        out
+    }
+}
+
+// ---- skill ---------------------------------------------------------------------------------
+
+/// A skill: named instructions the agent can load.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Skill {
+    /// Slug: lowercase letters, digits, hyphens.
+    pub name: String,
+    /// One-line description.
+    pub description: String,
+    /// The instructions (markdown, may use `$ARGUMENTS`).
+    pub body: String,
+}
+
+impl Entity for Skill {
+    const KIND: Kind = Kind::Skill;
+    fn write_new(&self, doc: &mut AutoCommit) -> Result<(), StoreError> {
+        write_str(doc, "name", Some(&self.name))?;
+        write_text(doc, "description", &self.description)?;
+        write_text(doc, "body", &self.body)
+    }
+    fn read(doc: &AutoCommit) -> Self {
+        Self {
+            name: read_str(doc, "name").unwrap_or_default(),
+            description: read_text(doc, "description"),
+            body: read_text(doc, "body"),
+        }
+    }
+    fn validate(&self) -> Result<(), StoreError> {
+        validate_slug("name", &self.name)
+    }
+    fn derive(&self) -> Derived {
+        Derived {
+            title: self.name.clone(),
+            body: format!("{}\n{}", self.description, self.body),
+            ..Derived::default()
+        }
+    }
+}
+
+/// Changes to a skill.
+#[derive(Debug, Clone, Default)]
+pub struct SkillPatch {
+    /// New name.
+    pub name: Option<String>,
+    /// Description edit.
+    pub description: Option<TextEdit>,
+    /// Body edit.
+    pub body: Option<TextEdit>,
+}
+
+impl Patch for SkillPatch {
+    type Entity = Skill;
+    fn into_edits(self) -> Vec<FieldEdit> {
+        let mut out = Vec::new();
+        if let Some(v) = self.name {
+            out.push(FieldEdit::Str("name", Some(v)));
+        }
+        if let Some(v) = self.description {
+            out.push(FieldEdit::Text("description", v));
+        }
+        if let Some(v) = self.body {
+            out.push(FieldEdit::Text("body", v));
+        }
+        out
+    }
+}
+
+/// Reads the derived projection of any document, whatever its kind.
+pub(crate) fn derive_any(kind: Kind, doc: &AutoCommit) -> Derived {
+    match kind {
+        Kind::Project => Project::read(doc).derive(),
+        Kind::Note => Note::read(doc).derive(),
+        Kind::Task => Task::read(doc).derive(),
+        Kind::Contact => Contact::read(doc).derive(),
+        Kind::Skill => Skill::read(doc).derive(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doc_id_round_trips_through_hex() {
+        let id = DocId::random();
+        assert_eq!(id.to_string().parse::<DocId>().expect("parse"), id);
+        assert!("xyz".parse::<DocId>().is_err());
+        assert!("é".repeat(16).parse::<DocId>().is_err());
+    }
+
+    #[test]
+    fn slugs() {
+        for ok in ["general", "a", "home-lab", "v2"] {
+            validate_slug("name", ok).expect(ok);
+        }
+        for bad in ["", "Home", "a_b", "-a", "a-", "a--b", "é"] {
+            assert!(validate_slug("name", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn due_and_interval() {
+        validate_due("2026-11-23").expect("date");
+        validate_due("2026-11-23T09:30").expect("datetime");
+        for bad in ["2026-13-01", "tomorrow", "2026-1-1", "2026-11-23T25:00"] {
+            assert!(validate_due(bad).is_err(), "{bad}");
+        }
+        validate_interval("1d").expect("1d");
+        validate_interval("12w").expect("12w");
+        for bad in ["d", "0d", "1x", "", "-1d"] {
+            assert!(validate_interval(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_kind_reads_back_what_it_wrote() {
+        let mut doc = AutoCommit::new();
+        let contact = Contact {
+            name: "Ada".into(),
+            email: Some("ada@example.org".into()),
+            tags: vec!["math".into(), "friend".into()],
+            metadata: [("met".to_string(), "2026".to_string())].into(),
+            notes: "likes engines".into(),
+            ..Contact::default()
+        };
+        contact.write_new(&mut doc).expect("write");
+        assert_eq!(Contact::read(&doc), contact);
+
+        let mut doc = AutoCommit::new();
+        let task = Task {
+            name: "water plants".into(),
+            status: TaskStatus::Recurring,
+            interval: Some("3d".into()),
+            due: Some("2026-12-01".into()),
+            ..Task::default()
+        };
+        task.write_new(&mut doc).expect("write");
+        assert_eq!(Task::read(&doc), task);
+        task.validate().expect("valid");
+    }
+}

@@ -1,0 +1,108 @@
+//! Error types of the store and of the replication session.
+
+use crate::entity::{DocId, Kind};
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// Automerge refused a document or change.
+    #[error("automerge error: {0}")]
+    Automerge(#[from] automerge::AutomergeError),
+    /// A sync message from a peer could not be decoded.
+    #[error("invalid sync message: {0}")]
+    SyncMessage(String),
+    /// No document with this id (or prefix).
+    #[error("no {kind} with id {id}")]
+    NotFound {
+        /// The kind looked for.
+        kind: &'static str,
+        /// The id or prefix asked for.
+        id: String,
+    },
+    /// An id prefix matched more than one document.
+    #[error("id prefix {0} is ambiguous")]
+    Ambiguous(String),
+    /// The document exists but is another kind.
+    #[error("document {id} is a {found}, not a {expected}")]
+    WrongKind {
+        /// The document.
+        id: DocId,
+        /// The kind asked for.
+        expected: Kind,
+        /// The kind stored.
+        found: String,
+    },
+    /// The document was deleted; tombstones accept no edits.
+    #[error("{kind} {id} was deleted")]
+    Deleted {
+        /// Its kind.
+        kind: Kind,
+        /// The document.
+        id: DocId,
+    },
+    /// A value failed validation.
+    #[error("invalid {field}: {reason}")]
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Stored bytes could not be read back.
+    #[error("document {id} is corrupt: {reason}")]
+    Corrupt {
+        /// The document.
+        id: DocId,
+        /// What failed.
+        reason: String,
+    },
+    /// A blocking task panicked or was cancelled.
+    #[error("store task failed: {0}")]
+    Task(String),
+}
+
+impl StoreError {
+    pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        Self::Invalid {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Why a replication session ended.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The byte stream failed.
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The peer sent a frame that does not decode.
+    #[error("bad frame from peer: {0}")]
+    Frame(#[from] hearth_protocol::FrameError),
+    /// The peer's stream ended in the middle of a frame.
+    #[error("peer closed the stream in the middle of a frame ({got} of {want} bytes)")]
+    Truncated {
+        /// Bytes received.
+        got: usize,
+        /// Bytes announced.
+        want: usize,
+    },
+    /// The peer broke the protocol's rules.
+    #[error("protocol violation: {0}")]
+    Protocol(String),
+    /// The local store failed.
+    #[error("store error: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl SessionError {
+    /// Whether reconnecting may help (network trouble) or not (a peer or data bug).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Io(_))
+    }
+}

@@ -1,0 +1,27 @@
+//! hearth-sync: the CRDT document store and the replication session.
+//!
+//! - [`entity`]: the typed entities (project, note, task, contact, skill) and how each
+//!   maps onto a plain Automerge document (schema in `docs/SCHEMA.md`).
+//! - [`store`]: [`DocumentStore`], the one write API for every writer (API, agent, UI,
+//!   CLI, remote peers), on SQLite: snapshot plus incremental chunks per document, derived
+//!   tables and FTS5 updated in the same transaction, a change feed.
+//! - [`summary`]: pure set-digest functions used to skip unchanged documents wholesale.
+//! - [`session`]: the replication session over any pair of byte streams.
+//!
+//! Architecture Invariant: this crate knows nothing of iroh, HTTP or the CLI. A change is
+//! committed to SQLite before it is acknowledged to a peer or announced on the feed.
+
+pub mod entity;
+mod error;
+pub mod session;
+pub mod store;
+pub mod summary;
+
+pub use entity::{
+    Contact, ContactPatch, DocId, Entity, Kind, Note, NotePatch, Patch, Project, ProjectPatch,
+    Record, Skill, SkillPatch, Task, TaskPatch, TaskStatus, TextEdit,
+};
+pub use error::{SessionError, StoreError};
+pub use session::{run_session, SessionConfig, SessionEvent, SessionStats};
+
+pub use store::{DocChange, DocumentStore, Filter, Origin, Page, PeerTag, SearchHit, Summary};

@@ -1,0 +1,426 @@
+//! The replication session: one peer, one pair of byte streams.
+//!
+//! [`run_session`] drives `hearth/sync/1` over any `AsyncRead`/`AsyncWrite` pair (an iroh
+//! QUIC stream, or an in-memory duplex in tests). Both sides run the same code:
+//!
+//! 1. send `Hello` with the root digest; equal roots mean nothing to do;
+//! 2. otherwise exchange bucket digests, then entries of buckets both fill differently;
+//! 3. send whole documents the peer lacks (`Snapshots`, batched) and run Automerge's sync
+//!    protocol for documents that differ, at most `max_in_flight` started by this side at
+//!    once; then `CatchUpDone`;
+//! 4. stay open and push every change from the store's feed as a `Sync` message.
+//!
+//! Three tasks: a reader that turns bytes into messages, a writer that owns the write half
+//! (so the main loop never waits on the network and two peers can't deadlock each
+//! other), and the main loop that owns all session state. This module does no SQLite
+//! work itself; it goes through [`DocumentStore`].
+
+use std::{
+    collections::{HashMap, HashSet, VecDeque},
+    future::Future,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use automerge::sync;
+use hearth_protocol::{
+    decode_frame, encode_frame, frame_len, DocSnapshot, SyncMessage, FRAME_HEADER_LEN, MAX_FRAME,
+};
+use tokio::{
+    io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
+    sync::{broadcast, mpsc},
+};
+
+use crate::{
+    entity::DocId,
+    error::SessionError,
+    store::{DocumentStore, Origin},
+    summary::{plan_buckets, plan_entries, BUCKETS},
+};
+
+/// Tunables of a session.
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// Documents whose Automerge sync this side started and that are not settled yet.
+    pub max_in_flight: usize,
+    /// Target size of one `Snapshots` frame.
+    pub snapshot_batch_bytes: usize,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            max_in_flight: 64,
+            snapshot_batch_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// Byte and message counters of a session, readable while it runs.
+#[derive(Debug, Default)]
+pub struct SessionStats {
+    /// Bytes written, frame headers included.
+    pub bytes_sent: AtomicU64,
+    /// Bytes read, frame headers included.
+    pub bytes_received: AtomicU64,
+    /// Frames written.
+    pub frames_sent: AtomicU64,
+    /// Frames read.
+    pub frames_received: AtomicU64,
+}
+
+/// Milestones a session reports to its owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionEvent {
+    /// Both sides have exchanged everything that differed when the session began.
+    CaughtUp {
+        /// Documents received whole.
+        received_whole: usize,
+        /// Documents sent whole.
+        sent_whole: usize,
+        /// Documents reconciled with Automerge sync.
+        synced: usize,
+        /// Time since the session started.
+        elapsed: Duration,
+    },
+}
+
+/// Reads one frame; `Ok(None)` at a clean end of stream between frames.
+async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+) -> Result<Option<SyncMessage>, SessionError> {
+    buf.clear();
+    buf.resize(FRAME_HEADER_LEN, 0);
+    let mut got = 0;
+    while got < FRAME_HEADER_LEN {
+        let n = reader.read(&mut buf[got..FRAME_HEADER_LEN]).await?;
+        if n == 0 {
+            if got == 0 {
+                return Ok(None);
+            }
+            return Err(SessionError::Truncated {
+                got,
+                want: FRAME_HEADER_LEN,
+            });
+        }
+        got += n;
+    }
+    // Refuses an oversized frame before buffering its body.
+    let len = frame_len(buf)?.unwrap_or(0);
+    buf.resize(FRAME_HEADER_LEN + len, 0);
+    let mut got = 0;
+    while got < len {
+        let n = reader.read(&mut buf[FRAME_HEADER_LEN + got..]).await?;
+        if n == 0 {
+            return Err(SessionError::Truncated { got, want: len });
+        }
+        got += n;
+    }
+    match decode_frame::<SyncMessage>(buf)? {
+        Some((msg, _)) => Ok(Some(msg)),
+        None => Err(SessionError::Truncated {
+            got: buf.len(),
+            want: FRAME_HEADER_LEN + len,
+        }),
+    }
+}
+
+struct Outbox {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+impl Outbox {
+    fn send(&self, msg: &SyncMessage) -> Result<(), SessionError> {
+        let frame = encode_frame(msg)?;
+        self.tx
+            .send(frame)
+            .map_err(|_| SessionError::Io(std::io::Error::from(std::io::ErrorKind::BrokenPipe)))
+    }
+}
+
+struct Session {
+    store: DocumentStore,
+    origin: Origin,
+    config: SessionConfig,
+    out: Outbox,
+    states: HashMap<DocId, sync::State>,
+    in_flight: HashSet<DocId>,
+    queue: VecDeque<DocId>,
+    peer_done: bool,
+    caught_up: bool,
+    started: Instant,
+    received_whole: usize,
+    sent_whole: usize,
+    synced: usize,
+    events: Option<mpsc::UnboundedSender<SessionEvent>>,
+}
+
+impl Session {
+    async fn hello(&mut self) -> Result<(), SessionError> {
+        let summary = self.store.summary().await?;
+        self.out.send(&SyncMessage::Hello {
+            root: summary.root,
+            docs: summary.docs,
+        })
+    }
+
+    async fn send_whole(&mut self, ids: Vec<DocId>) -> Result<(), SessionError> {
+        let mut batch: Vec<DocSnapshot> = Vec::new();
+        let mut batch_bytes = 0;
+        for group in ids.chunks(64) {
+            for snap in self.store.export(group.to_vec()).await? {
+                // A document too large for one frame falls back to Automerge sync.
+                if snap.bytes.len() + 4096 > MAX_FRAME {
+                    self.queue.push_back(DocId(snap.id));
+                    continue;
+                }
+                if batch_bytes + snap.bytes.len() > self.config.snapshot_batch_bytes
+                    && !batch.is_empty()
+                {
+                    self.out.send(&SyncMessage::Snapshots {
+                        docs: std::mem::take(&mut batch),
+                    })?;
+                    batch_bytes = 0;
+                }
+                batch_bytes += snap.bytes.len() + 128;
+                self.sent_whole += 1;
+                batch.push(snap);
+            }
+        }
+        if !batch.is_empty() {
+            self.out.send(&SyncMessage::Snapshots { docs: batch })?;
+        }
+        Ok(())
+    }
+
+    /// Starts queued document syncs up to the in-flight bound.
+    async fn pump(&mut self) -> Result<(), SessionError> {
+        while self.in_flight.len() < self.config.max_in_flight {
+            let Some(id) = self.queue.pop_front() else {
+                break;
+            };
+            if self.in_flight.contains(&id) {
+                continue;
+            }
+            if self.push(id).await? {
+                self.in_flight.insert(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the next sync message for `id`, if Automerge has one. Returns whether it did.
+    async fn push(&mut self, id: DocId) -> Result<bool, SessionError> {
+        let state = self.states.remove(&id).unwrap_or_default();
+        let (state, msg) = self.store.generate_sync(id, state).await?;
+        self.states.insert(id, state);
+        match msg {
+            Some(message) => {
+                self.out.send(&SyncMessage::Sync { doc: id.0, message })?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn check_caught_up(&mut self) {
+        if self.caught_up || !self.peer_done || !self.in_flight.is_empty() || !self.queue.is_empty()
+        {
+            return;
+        }
+        self.caught_up = true;
+        let event = SessionEvent::CaughtUp {
+            received_whole: self.received_whole,
+            sent_whole: self.sent_whole,
+            synced: self.synced,
+            elapsed: self.started.elapsed(),
+        };
+        tracing::info!(?event, "replica caught up");
+        if let Some(events) = &self.events {
+            let _ = events.send(event);
+        }
+    }
+
+    async fn handle(&mut self, msg: SyncMessage) -> Result<(), SessionError> {
+        match msg {
+            SyncMessage::Hello { root, .. } => {
+                let summary = self.store.summary().await?;
+                if summary.root == root {
+                    self.out.send(&SyncMessage::CatchUpDone)?;
+                } else {
+                    self.out.send(&SyncMessage::Buckets {
+                        digests: summary.buckets,
+                    })?;
+                }
+            }
+            SyncMessage::Buckets { digests } => {
+                if digests.len() != BUCKETS {
+                    return Err(SessionError::Protocol(format!(
+                        "expected {BUCKETS} bucket digests, got {}",
+                        digests.len()
+                    )));
+                }
+                let summary = self.store.summary().await?;
+                let plan = plan_buckets(&summary.buckets, &digests);
+                let whole = self.store.ids_in_buckets(plan.send_whole).await?;
+                self.send_whole(whole).await?;
+                if plan.list.is_empty() {
+                    self.out.send(&SyncMessage::CatchUpDone)?;
+                } else {
+                    let entries = self.store.entries(plan.list.clone()).await?;
+                    self.out.send(&SyncMessage::Entries {
+                        buckets: plan.list,
+                        entries,
+                    })?;
+                }
+            }
+            SyncMessage::Entries { buckets, entries } => {
+                let mine = self.store.entries(buckets).await?;
+                let plan = plan_entries(&mine, &entries);
+                self.send_whole(plan.send_whole).await?;
+                self.queue.extend(plan.sync);
+                self.pump().await?;
+                self.out.send(&SyncMessage::CatchUpDone)?;
+            }
+            SyncMessage::Snapshots { docs } => {
+                self.received_whole += docs.len();
+                self.store.import(docs, self.origin).await?;
+            }
+            SyncMessage::Sync { doc, message } => {
+                let id = DocId(doc);
+                let state = self.states.remove(&id).unwrap_or_default();
+                let state = self
+                    .store
+                    .receive_sync(id, state, message, self.origin)
+                    .await?;
+                self.states.insert(id, state);
+                let sent = self.push(id).await?;
+                if !sent && self.in_flight.remove(&id) {
+                    self.synced += 1;
+                    self.pump().await?;
+                }
+            }
+            SyncMessage::CatchUpDone => self.peer_done = true,
+        }
+        self.check_caught_up();
+        Ok(())
+    }
+}
+
+/// Runs one replication session until the peer closes the stream (`Ok`), `shutdown`
+/// completes (`Ok`), or something fails (`Err`, the session is over).
+pub async fn run_session<R, W>(
+    store: DocumentStore,
+    mut reader: R,
+    mut writer: W,
+    config: SessionConfig,
+    stats: Arc<SessionStats>,
+    events: Option<mpsc::UnboundedSender<SessionEvent>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), SessionError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let mut feed = store.subscribe();
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (in_tx, mut in_rx) = mpsc::channel::<Result<SyncMessage, SessionError>>(64);
+
+    let read_stats = stats.clone();
+    let reader_task = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        loop {
+            let item = read_frame(&mut reader, &mut buf).await;
+            let stop = !matches!(item, Ok(Some(_)));
+            let item = match item {
+                Ok(Some(msg)) => {
+                    read_stats
+                        .bytes_received
+                        .fetch_add(buf.len() as u64, Ordering::Relaxed);
+                    read_stats.frames_received.fetch_add(1, Ordering::Relaxed);
+                    Ok(msg)
+                }
+                Ok(None) => break,
+                Err(e) => Err(e),
+            };
+            if in_tx.send(item).await.is_err() || stop {
+                break;
+            }
+        }
+    });
+    let write_stats = stats.clone();
+    let writer_task = tokio::spawn(async move {
+        while let Some(frame) = out_rx.recv().await {
+            writer.write_all(&frame).await?;
+            write_stats
+                .bytes_sent
+                .fetch_add(frame.len() as u64, Ordering::Relaxed);
+            write_stats.frames_sent.fetch_add(1, Ordering::Relaxed);
+            if out_rx.is_empty() {
+                writer.flush().await?;
+            }
+        }
+        writer.shutdown().await
+    });
+
+    let origin = Origin::Peer(store.new_peer_tag());
+    let mut session = Session {
+        store,
+        origin,
+        config,
+        out: Outbox { tx: out_tx },
+        states: HashMap::new(),
+        in_flight: HashSet::new(),
+        queue: VecDeque::new(),
+        peer_done: false,
+        caught_up: false,
+        started: Instant::now(),
+        received_whole: 0,
+        sent_whole: 0,
+        synced: 0,
+        events,
+    };
+
+    let result = async {
+        session.hello().await?;
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => return Ok(()),
+                msg = in_rx.recv() => match msg {
+                    None => return Ok(()),
+                    Some(Err(e)) => return Err(e),
+                    Some(Ok(msg)) => session.handle(msg).await?,
+                },
+                change = feed.recv() => match change {
+                    Ok(change) => {
+                        if change.origin != session.origin {
+                            session.push(change.id).await?;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        // Too many changes to follow one by one: summarise again.
+                        tracing::warn!(missed, "change feed lagged; resummarising with peer");
+                        session.hello().await?;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+    .await;
+
+    // Let queued frames go out, then close our half.
+    drop(session);
+    reader_task.abort();
+    match tokio::time::timeout(Duration::from_secs(5), writer_task).await {
+        Ok(Ok(Err(e))) if result.is_ok() => return Err(e.into()),
+        Err(_) => tracing::warn!("session writer did not drain within 5 s"),
+        _ => {}
+    }
+    result
+}
