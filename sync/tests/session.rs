@@ -1,0 +1,397 @@
+//! Replication stories over in-memory byte streams: catch-up, unchanged reconnect,
+//! offline concurrent edits, delete against edit, live pushes and bad frames.
+
+use std::{sync::atomic::Ordering, sync::Arc, time::Duration};
+
+use hearth_sync::{
+    run_session, DocumentStore, Filter, Kind, Note, NotePatch, SessionConfig, SessionError,
+    SessionEvent, SessionStats, Task, TaskPatch, TaskStatus, TextEdit,
+};
+use tokio::{
+    io::AsyncWriteExt,
+    sync::{mpsc, oneshot},
+    task::JoinHandle,
+};
+
+struct Replica {
+    _dir: tempfile::TempDir,
+    store: DocumentStore,
+}
+
+fn replica() -> Replica {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = DocumentStore::open(dir.path().join("hearth.db")).expect("open");
+    Replica { _dir: dir, store }
+}
+
+struct Link {
+    stop: Vec<oneshot::Sender<()>>,
+    tasks: Vec<JoinHandle<Result<(), SessionError>>>,
+    stats: [Arc<SessionStats>; 2],
+    events: [mpsc::UnboundedReceiver<SessionEvent>; 2],
+}
+
+impl Link {
+    async fn caught_up(&mut self) {
+        for ev in &mut self.events {
+            let got = tokio::time::timeout(Duration::from_secs(20), ev.recv())
+                .await
+                .expect("caught up in time");
+            assert!(matches!(got, Some(SessionEvent::CaughtUp { .. })));
+        }
+    }
+    fn bytes(&self) -> u64 {
+        self.stats
+            .iter()
+            .map(|s| s.bytes_sent.load(Ordering::Relaxed))
+            .sum()
+    }
+    async fn close(self) {
+        for s in self.stop {
+            let _ = s.send(());
+        }
+        for t in self.tasks {
+            t.await.expect("join").expect("session ended cleanly");
+        }
+    }
+}
+
+fn connect(a: &DocumentStore, b: &DocumentStore) -> Link {
+    let (ab, ba) = tokio::io::duplex(1 << 20);
+    let mut stop = Vec::new();
+    let mut tasks = Vec::new();
+    let mut stats = Vec::new();
+    let mut events = Vec::new();
+    for (store, stream) in [(a.clone(), ab), (b.clone(), ba)] {
+        let (r, w) = tokio::io::split(stream);
+        let (tx, rx) = oneshot::channel::<()>();
+        let (etx, erx) = mpsc::unbounded_channel();
+        let st = Arc::new(SessionStats::default());
+        stats.push(st.clone());
+        events.push(erx);
+        stop.push(tx);
+        tasks.push(tokio::spawn(run_session(
+            store,
+            r,
+            w,
+            SessionConfig::default(),
+            st,
+            Some(etx),
+            async move {
+                let _ = rx.await;
+            },
+        )));
+    }
+    let [s0, s1]: [Arc<SessionStats>; 2] = stats.try_into().expect("two");
+    let [e0, e1]: [mpsc::UnboundedReceiver<SessionEvent>; 2] = events.try_into().expect("two");
+    Link {
+        stop,
+        tasks,
+        stats: [s0, s1],
+        events: [e0, e1],
+    }
+}
+
+async fn note_content(s: &DocumentStore, id: hearth_sync::DocId) -> String {
+    s.get::<Note>(id).await.expect("get").value.content
+}
+
+async fn wait_for(mut f: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("condition not met within 5 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catch_up_then_unchanged_reconnect_costs_one_round() {
+    let hub = replica();
+    let node = replica();
+    for i in 0..300 {
+        hub.store
+            .create(Note {
+                title: format!("note {i}"),
+                content: format!("body of note {i} with kiwi"),
+                project: None,
+            })
+            .await
+            .expect("create");
+    }
+    let mut link = connect(&hub.store, &node.store);
+    link.caught_up().await;
+    let first = link.bytes();
+    link.close().await;
+    assert_eq!(node.store.count_blocking().expect("count"), 300);
+    assert_eq!(
+        hub.store.summary().await.expect("s"),
+        node.store.summary().await.expect("s")
+    );
+    // Search works on documents received whole (indexed lazily).
+    assert_eq!(
+        node.store
+            .search("kiwi".into(), Some(Kind::Note), 500)
+            .await
+            .expect("search")
+            .len(),
+        300
+    );
+
+    let mut link = connect(&hub.store, &node.store);
+    link.caught_up().await;
+    let again = link.bytes();
+    link.close().await;
+    assert!(
+        again < 128,
+        "unchanged reconnect sent {again} bytes (first sync {first})"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_edits_to_different_paragraphs_merge_character_by_character() {
+    let hub = replica();
+    let a = replica();
+    let b = replica();
+    let text = "First paragraph.\n\nMiddle paragraph.\n\nLast paragraph.";
+    let note = hub
+        .store
+        .create(Note {
+            title: "shared".into(),
+            content: text.into(),
+            project: None,
+        })
+        .await
+        .expect("note");
+    let task = hub
+        .store
+        .create(Task {
+            name: "chores".into(),
+            ..Task::default()
+        })
+        .await
+        .expect("task");
+    for r in [&a, &b] {
+        let mut l = connect(&hub.store, &r.store);
+        l.caught_up().await;
+        l.close().await;
+    }
+    // All three offline: A edits the first paragraph, B the last, the hub the task.
+    a.store
+        .update(
+            note.id,
+            NotePatch {
+                content: Some(TextEdit::Splice {
+                    pos: 0,
+                    delete: 5,
+                    insert: "Opening (A)".into(),
+                }),
+                ..NotePatch::default()
+            },
+        )
+        .await
+        .expect("a");
+    let len = text.chars().count();
+    b.store
+        .update(
+            note.id,
+            NotePatch {
+                content: Some(TextEdit::Replace(format!("{} (edited by B)", text))),
+                ..NotePatch::default()
+            },
+        )
+        .await
+        .expect("b");
+    hub.store
+        .update(
+            task.id,
+            TaskPatch {
+                status: Some(TaskStatus::Complete),
+                ..TaskPatch::default()
+            },
+        )
+        .await
+        .expect("hub");
+    assert!(len > 0);
+
+    let mut la = connect(&hub.store, &a.store);
+    la.caught_up().await;
+    let mut lb = connect(&hub.store, &b.store);
+    lb.caught_up().await;
+    let expected = "Opening (A) paragraph.\n\nMiddle paragraph.\n\nLast paragraph. (edited by B)";
+    let (hs, as_, bs) = (hub.store.clone(), a.store.clone(), b.store.clone());
+    for _ in 0..500 {
+        if note_content(&as_, note.id).await == expected
+            && note_content(&bs, note.id).await == expected
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for s in [&hs, &as_, &bs] {
+        assert_eq!(note_content(s, note.id).await, expected);
+        assert_eq!(
+            s.get::<Task>(task.id).await.expect("task").value.status,
+            TaskStatus::Complete
+        );
+    }
+    let sa = as_.summary().await.expect("s");
+    assert_eq!(hs.summary().await.expect("s"), sa);
+    assert_eq!(bs.summary().await.expect("s"), sa);
+    la.close().await;
+    lb.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_concurrent_with_edit_stays_deleted_and_keeps_the_edit() {
+    let a = replica();
+    let b = replica();
+    let note = a
+        .store
+        .create(Note {
+            title: "doomed".into(),
+            content: "v1".into(),
+            project: None,
+        })
+        .await
+        .expect("note");
+    let mut l = connect(&a.store, &b.store);
+    l.caught_up().await;
+    l.close().await;
+    a.store.delete(Kind::Note, note.id).await.expect("delete");
+    b.store
+        .update(
+            note.id,
+            NotePatch {
+                content: Some(TextEdit::Append(" and v2".into())),
+                ..NotePatch::default()
+            },
+        )
+        .await
+        .expect("edit");
+    let mut l = connect(&a.store, &b.store);
+    l.caught_up().await;
+    let (sa, sb) = (a.store.clone(), b.store.clone());
+    wait_for(|| sa.summary_blocking().ok() == sb.summary_blocking().ok()).await;
+    for s in [&sa, &sb] {
+        let rec = s.get::<Note>(note.id).await.expect("tombstone readable");
+        assert!(rec.deleted, "delete wins");
+        assert_eq!(
+            rec.value.content, "v1 and v2",
+            "the concurrent edit is kept in the tombstone"
+        );
+        assert_eq!(
+            s.list(Filter::new(Kind::Note)).await.expect("list").total,
+            0
+        );
+    }
+    l.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_edits_flow_both_ways() {
+    let a = replica();
+    let b = replica();
+    let mut l = connect(&a.store, &b.store);
+    l.caught_up().await;
+    let note = a
+        .store
+        .create(Note {
+            title: "live".into(),
+            content: String::new(),
+            project: None,
+        })
+        .await
+        .expect("note");
+    let sb = b.store.clone();
+    wait_for(|| {
+        sb.heads_blocking(note.id)
+            .map(|h| !h.is_empty())
+            .unwrap_or(false)
+    })
+    .await;
+    for i in 0..20 {
+        let (writer, reader) = if i % 2 == 0 {
+            (&a.store, &b.store)
+        } else {
+            (&b.store, &a.store)
+        };
+        writer
+            .update(
+                note.id,
+                NotePatch {
+                    content: Some(TextEdit::Append(format!("{i};"))),
+                    ..NotePatch::default()
+                },
+            )
+            .await
+            .expect("edit");
+        let want = writer.heads_blocking(note.id).expect("heads");
+        let r = reader.clone();
+        wait_for(|| r.heads_blocking(note.id).ok() == Some(want.clone())).await;
+    }
+    let expected: String = (0..20).map(|i| format!("{i};")).collect();
+    assert_eq!(note_content(&a.store, note.id).await, expected);
+    l.close().await;
+}
+
+#[tokio::test]
+async fn bad_frames_end_the_session_with_a_clear_error() {
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("malformed", {
+            let mut f = vec![0, 0, 0, 5, hearth_protocol::PROTOCOL_VERSION];
+            f.extend([0xff, 0xff, 0xff, 0xff]);
+            f
+        }),
+        (
+            "truncated",
+            vec![0, 0, 0, 100, hearth_protocol::PROTOCOL_VERSION, 0],
+        ),
+        (
+            "oversized",
+            (hearth_protocol::MAX_FRAME as u32 + 1)
+                .to_be_bytes()
+                .to_vec(),
+        ),
+        ("wrong version", vec![0, 0, 0, 2, 99, 0]),
+    ];
+    for (name, bytes) in cases {
+        let r = replica();
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let (rd, wr) = tokio::io::split(ours);
+        let session = tokio::spawn(run_session(
+            r.store.clone(),
+            rd,
+            wr,
+            SessionConfig::default(),
+            Arc::new(SessionStats::default()),
+            None,
+            std::future::pending(),
+        ));
+        let (_peer_rd, mut peer_wr) = tokio::io::split(theirs);
+        peer_wr.write_all(&bytes).await.expect("write");
+        peer_wr.shutdown().await.expect("close");
+        let err = tokio::time::timeout(Duration::from_secs(5), session)
+            .await
+            .expect("session ends")
+            .expect("join")
+            .expect_err(name);
+        let text = err.to_string();
+        match name {
+            "malformed" => assert!(text.contains("malformed"), "{name}: {text}"),
+            "truncated" => assert!(text.contains("middle of a frame"), "{name}: {text}"),
+            "oversized" => assert!(text.contains("exceeds the maximum"), "{name}: {text}"),
+            _ => assert!(text.contains("version"), "{name}: {text}"),
+        }
+        assert!(!err.is_retryable());
+        // The store is untouched and usable.
+        r.store
+            .create(Note {
+                title: "still fine".into(),
+                ..Note::default()
+            })
+            .await
+            .expect("usable");
+    }
+}
