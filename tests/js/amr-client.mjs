@@ -88,7 +88,7 @@ function progress(label, total) {
   return () => {
     done++
     if (done >= nextMark || done === total) {
-      log(`${label} ${done}/${total}`)
+      log(`${label} ${done}/${total} (+${((now() - tMain) / 1000).toFixed(1)} s)`)
       nextMark += step
     }
   }

@@ -1,0 +1,27 @@
+//! Hub settings: the one place configuration is read.
+//!
+//! Flags override `HEARTH_*` environment variables, which override the embedded
+//! defaults (see `main.rs` for the flag definitions). Nothing else reads the environment.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use hearth_net::NetSettings;
+
+/// Everything the hub needs to start.
+#[derive(Debug, Clone)]
+pub struct HubSettings {
+    /// Data directory: store, identity key, allowlist.
+    pub home: PathBuf,
+    /// iroh endpoint settings.
+    pub net: NetSettings,
+    /// HTTP API address; `None` disables it.
+    pub http: Option<SocketAddr>,
+}
+
+/// The default data directory: `$HEARTH_HOME`, else `~/.hearth`.
+pub fn default_home() -> PathBuf {
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".hearth"),
+        None => PathBuf::from(".hearth"),
+    }
+}

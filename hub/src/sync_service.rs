@@ -1,0 +1,52 @@
+//! The `hearth/sync/1` protocol handler: one replication session per connection.
+//!
+//! Sessions end when their peer leaves, when a frame is bad (logged, other sessions
+//! carry on), or when the router shuts down (the `shutdown` signal below).
+
+use std::sync::Arc;
+
+use hearth_sync::{DocumentStore, SessionStats};
+use iroh::{
+    endpoint::Connection,
+    protocol::{AcceptError, ProtocolHandler},
+};
+use tokio::sync::watch;
+
+/// Serves replication sessions from the hub's store.
+#[derive(Debug, Clone)]
+pub struct SyncService {
+    store: DocumentStore,
+    stop: Arc<watch::Sender<bool>>,
+}
+
+impl SyncService {
+    /// A service over `store`.
+    pub fn new(store: DocumentStore) -> Self {
+        Self {
+            store,
+            stop: Arc::new(watch::channel(false).0),
+        }
+    }
+}
+
+impl ProtocolHandler for SyncService {
+    async fn accept(&self, conn: Connection) -> Result<(), AcceptError> {
+        let peer = conn.remote_id();
+        let mut stop = self.stop.subscribe();
+        tracing::info!(%peer, "sync session started");
+        let stats = Arc::new(SessionStats::default());
+        let shutdown = async move {
+            let _ = stop.wait_for(|s| *s).await;
+        };
+        match hearth_net::accept_sync(self.store.clone(), &conn, stats.clone(), shutdown).await {
+            Ok(()) => tracing::info!(%peer, "sync session ended"),
+            Err(e) => tracing::warn!(%peer, error = %e, "sync session ended with an error"),
+        }
+        conn.close(0u32.into(), b"session over");
+        Ok(())
+    }
+
+    async fn shutdown(&self) {
+        let _ = self.stop.send(true);
+    }
+}

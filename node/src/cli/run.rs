@@ -1,0 +1,104 @@
+//! `hearth run`: bind the endpoint, follow the pinned hub, print status lines.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use anyhow::Context;
+use hearth_net::{NetSettings, NoHooks, RelaySetting};
+use hearth_node::{config::NodeConfig, run_sync_loop, HubAddr, NodeError, SyncStatus};
+use iroh::EndpointAddr;
+use tokio::sync::mpsc;
+
+#[derive(clap::Args)]
+pub(crate) struct RunArgs {
+    /// The hub's node id (saved for next time).
+    #[arg(long)]
+    hub: Option<iroh::EndpointId>,
+    /// The hub's address, `ip:port` (repeatable; saved for next time).
+    #[arg(long = "hub-addr")]
+    hub_addr: Vec<SocketAddr>,
+    /// UDP address of this node's endpoint.
+    #[arg(long, env = "HEARTH_BIND", default_value = "0.0.0.0:0")]
+    bind: SocketAddr,
+    /// Relays: `off`, `default` or your own iroh-relay URL.
+    #[arg(long, env = "HEARTH_RELAY", default_value = "off")]
+    relay: RelaySetting,
+}
+
+pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
+    let mut config = NodeConfig::load(&home)?;
+    if let Some(id) = args.hub {
+        config.hub = Some(HubAddr {
+            id: id.to_string(),
+            addrs: args.hub_addr.clone(),
+        });
+        config.save(&home)?;
+    } else if !args.hub_addr.is_empty() {
+        if let Some(hub) = &mut config.hub {
+            hub.addrs = args.hub_addr.clone();
+            config.save(&home)?;
+        }
+    }
+    let hub = config.hub.ok_or(NodeError::NoHub)?;
+    let hub_id = hub.endpoint_id()?;
+    let mut hub_addr = EndpointAddr::new(hub_id);
+    for a in &hub.addrs {
+        hub_addr = hub_addr.with_ip_addr(*a);
+    }
+
+    let store = super::open_store(&home)?;
+    // `hearth note …` in another process writes the same replica: replicate those edits.
+    store.watch_external_writes()?;
+    let secret = hearth_net::load_or_create_secret_key(&home.join("secret.key"))?;
+    let net = NetSettings {
+        bind: args.bind,
+        relay: args.relay,
+    };
+    // A node accepts no incoming protocols: it only dials its hub.
+    let endpoint = hearth_net::bind_endpoint(secret, &net, Vec::new(), None::<NoHooks>)
+        .await
+        .context("binding the node endpoint")?;
+    println!("hearth ready id={} hub={}", endpoint.id(), hub_id);
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(async move {
+        while let Some(status) = rx.recv().await {
+            match status {
+                SyncStatus::Connecting => tracing::debug!("connecting to hub"),
+                SyncStatus::CaughtUp { received_whole, sent_whole, synced, ms } => println!(
+                    "hearth caught-up received_whole={received_whole} sent_whole={sent_whole} synced={synced} ms={ms}"
+                ),
+                SyncStatus::Disconnected { reason, retry_in } => {
+                    println!("hearth disconnected retry_ms={} reason={reason}", retry_in.as_millis());
+                }
+            }
+        }
+    });
+    run_sync_loop(
+        endpoint.clone(),
+        hub_addr,
+        store.clone(),
+        tx,
+        shutdown_signal(),
+    )
+    .await;
+    let _ = printer.await;
+    endpoint.close().await;
+    tokio::task::spawn_blocking(move || store.checkpoint_blocking()).await??;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        if let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {},
+                _ = term.recv() => {},
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -1,0 +1,105 @@
+//! `hearth task add|list|done`.
+
+use hearth_sync::{DocumentStore, Filter, Kind, Task, TaskPatch, TaskStatus};
+
+#[derive(clap::Subcommand)]
+pub(crate) enum TaskCommand {
+    /// Create a task; prints its id.
+    Add {
+        /// What to do.
+        name: String,
+        /// Due date, `YYYY-MM-DD[THH:MM]`.
+        #[arg(long)]
+        due: Option<String>,
+        /// Parent task id (makes this a subtask).
+        #[arg(long)]
+        parent: Option<String>,
+        /// Project id.
+        #[arg(long)]
+        project: Option<String>,
+        /// Notes.
+        #[arg(long, default_value = "")]
+        notes: String,
+    },
+    /// List tasks.
+    List {
+        /// Only this status: incomplete, complete, cancelled, recurring.
+        #[arg(long)]
+        status: Option<String>,
+        /// Print JSON lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Mark a task complete.
+    Done {
+        /// Id or unique prefix.
+        id: String,
+    },
+}
+
+pub(crate) fn run(store: &DocumentStore, cmd: TaskCommand) -> anyhow::Result<()> {
+    match cmd {
+        TaskCommand::Add {
+            name,
+            due,
+            parent,
+            project,
+            notes,
+        } => {
+            let parent = parent
+                .map(|p| super::resolve(store, Kind::Task, &p))
+                .transpose()?;
+            let project = project
+                .map(|p| super::resolve(store, Kind::Project, &p))
+                .transpose()?;
+            let rec = store.create_blocking(Task {
+                name,
+                due,
+                parent,
+                project,
+                notes,
+                ..Task::default()
+            })?;
+            println!("{}", rec.id);
+        }
+        TaskCommand::List { status, json } => {
+            if let Some(s) = &status {
+                s.parse::<TaskStatus>()?;
+            }
+            let page = store.list_blocking(&Filter {
+                status,
+                limit: 1000,
+                ..Filter::new(Kind::Task)
+            })?;
+            for t in page.data {
+                let status = t.status.unwrap_or_default();
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({ "id": t.id.to_string(), "name": t.title, "status": status, "due": t.due })
+                    );
+                } else {
+                    println!(
+                        "{}\t{}\t{}\t{}",
+                        t.id,
+                        status,
+                        t.due.unwrap_or_default(),
+                        t.title
+                    );
+                }
+            }
+        }
+        TaskCommand::Done { id } => {
+            let id = super::resolve(store, Kind::Task, &id)?;
+            store.update_blocking(
+                id,
+                TaskPatch {
+                    status: Some(TaskStatus::Complete),
+                    ..TaskPatch::default()
+                },
+            )?;
+            println!("done {id}");
+        }
+    }
+    Ok(())
+}

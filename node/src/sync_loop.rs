@@ -1,0 +1,122 @@
+//! Keeps the node's replica in sync with its hub.
+//!
+//! One long-lived task: dial, run the session until it ends, wait with exponential
+//! backoff (reset once a session has caught up), dial again; stops when `shutdown`
+//! completes. Status changes go out on a channel so the CLI can print them.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use hearth_sync::{DocumentStore, SessionEvent, SessionStats};
+use iroh::{Endpoint, EndpointAddr};
+use tokio::sync::{mpsc, watch};
+
+/// What the sync loop reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncStatus {
+    /// Dialing the hub.
+    Connecting,
+    /// Initial exchange done.
+    CaughtUp {
+        /// Documents received whole.
+        received_whole: usize,
+        /// Documents sent whole.
+        sent_whole: usize,
+        /// Documents reconciled with Automerge sync.
+        synced: usize,
+        /// Milliseconds since the session started.
+        ms: u128,
+    },
+    /// The session ended; retrying after the delay.
+    Disconnected {
+        /// Why.
+        reason: String,
+        /// Delay before the next attempt.
+        retry_in: Duration,
+    },
+}
+
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(10);
+
+/// Runs until `shutdown` completes.
+pub async fn run_sync_loop(
+    endpoint: Endpoint,
+    hub: EndpointAddr,
+    store: DocumentStore,
+    status: mpsc::UnboundedSender<SyncStatus>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let body = async {
+        let mut backoff = BACKOFF_MIN;
+        loop {
+            let _ = status.send(SyncStatus::Connecting);
+            let (etx, mut erx) = mpsc::unbounded_channel::<SessionEvent>();
+            let stats = Arc::new(SessionStats::default());
+            let status2 = status.clone();
+            // Forward session milestones while the session runs.
+            let forward = async {
+                let mut caught_up = false;
+                while let Some(ev) = erx.recv().await {
+                    let SessionEvent::CaughtUp {
+                        received_whole,
+                        sent_whole,
+                        synced,
+                        elapsed,
+                    } = ev;
+                    caught_up = true;
+                    let _ = status2.send(SyncStatus::CaughtUp {
+                        received_whole,
+                        sent_whole,
+                        synced,
+                        ms: elapsed.as_millis(),
+                    });
+                }
+                caught_up
+            };
+            let session = hearth_net::dial_sync(
+                &endpoint,
+                hub.clone(),
+                store.clone(),
+                stats,
+                Some(etx),
+                stopped(stop_rx.clone()),
+            );
+            let (result, caught_up) = tokio::join!(session, forward);
+            if *stop_rx.borrow() {
+                return;
+            }
+            if caught_up {
+                backoff = BACKOFF_MIN;
+            }
+            let reason = match result {
+                Ok(()) => "hub closed the session".to_string(),
+                Err(e) => e.to_string(),
+            };
+            // Spread reconnects of many nodes after a hub restart.
+            let jitter = Duration::from_millis(u64::from(std::process::id() % 50));
+            let delay = backoff + jitter;
+            let _ = status.send(SyncStatus::Disconnected {
+                reason,
+                retry_in: delay,
+            });
+            let mut rx = stop_rx.clone();
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = rx.wait_for(|s| *s) => return,
+            }
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+    };
+    tokio::pin!(body);
+    tokio::select! {
+        _ = &mut body => return,
+        _ = shutdown => {}
+    }
+    // Let the running session close its stream cleanly.
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(5), body).await;
+}
