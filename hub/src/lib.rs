@@ -7,12 +7,14 @@
 //! - [`settings`]: the one place configuration is read (flags and `HEARTH_*` variables);
 //! - [`access`]: the device allowlist and the handshake hook that enforces it;
 //! - [`sync_service`]: the `hearth/sync/1` protocol handler;
-//! - [`launch`]: starts everything and shuts it down in order.
+//! - [`launch`]: starts everything and shuts it down in order;
+//! - [`cli`]: the `hearth-hub` command line.
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
 //! that is not allowlisted gets past the TLS handshake hook.
 
 pub mod access;
+pub mod cli;
 pub mod settings;
 pub mod sync_service;
 

@@ -4,11 +4,12 @@
 //!   configuration is read;
 //! - [`sync_loop`]: keeps a replication session with the pinned hub open, reconnecting
 //!   with backoff, and reports milestones;
-//! - the `hearth` binary's subcommands live in `src/cli/`, one file per group.
+//! - [`cli`]: the `hearth` command line, one file per subcommand group.
 //!
 //! Architecture Invariant: the node only ever dials the hub it was configured with (its
 //! id is authenticated by the QUIC handshake) and accepts no incoming connections.
 
+pub mod cli;
 pub mod config;
 pub mod sync_loop;
 

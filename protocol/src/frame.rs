@@ -213,14 +213,17 @@ mod tests {
                 .prop_map(|(root, docs)| SyncMessage::Hello { root, docs }),
             proptest::collection::vec(any::<[u8; 16]>(), 0..300)
                 .prop_map(|digests| SyncMessage::Buckets { digests }),
-            proptest::collection::vec((any::<[u8; 16]>(), any::<[u8; 16]>()), 0..50).prop_map(
-                |v| SyncMessage::Entries {
+            (
+                proptest::collection::vec(any::<u8>(), 0..10),
+                proptest::collection::vec((any::<[u8; 16]>(), any::<[u8; 16]>()), 0..50),
+            )
+                .prop_map(|(buckets, v)| SyncMessage::Entries {
+                    buckets,
                     entries: v
                         .into_iter()
                         .map(|(id, digest)| DocEntry { id, digest })
                         .collect(),
-                }
-            ),
+                }),
             (
                 any::<[u8; 16]>(),
                 proptest::collection::vec(any::<[u8; 32]>(), 0..3),

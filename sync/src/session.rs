@@ -418,7 +418,8 @@ where
     drop(session);
     reader_task.abort();
     match tokio::time::timeout(Duration::from_secs(5), writer_task).await {
-        Ok(Ok(Err(e))) if result.is_ok() => return Err(e.into()),
+        // The peer may already be gone when we close: not an error of this session.
+        Ok(Ok(Err(e))) => tracing::debug!(error = %e, "closing the stream failed"),
         Err(_) => tracing::warn!("session writer did not drain within 5 s"),
         _ => {}
     }

@@ -43,6 +43,10 @@ const HERE = path.dirname(fileURLToPath(import.meta.url))
 const SERVER_JS = path.join(HERE, "amr-server.mjs")
 const CLIENT_JS = path.join(HERE, "amr-client.mjs")
 
+// Extra node flags for the child processes (debugging aid, e.g.
+// AMR_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"); empty by default.
+const EXTRA_NODE_ARGS = (process.env.AMR_BENCH_NODE_ARGS ?? "").split(/\s+/).filter(Boolean)
+
 const now = () => performance.timeOrigin + performance.now()
 const log = (...a) => console.error("[amr-bench]", ...a)
 const sleep = ms => new Promise(r => setTimeout(r, ms))
@@ -109,7 +113,7 @@ for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) {
  * its stdout into events. Returns { child, waitEvent(name), exited }.
  */
 function startNode(name, script, args, { cwd } = {}) {
-  const child = spawn(process.execPath, [script, ...args], {
+  const child = spawn(process.execPath, [...EXTRA_NODE_ARGS, script, ...args], {
     cwd,
     stdio: ["pipe", "pipe", "pipe"],
   })

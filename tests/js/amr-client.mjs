@@ -131,9 +131,15 @@ async function main() {
 
   const tick = progress(`${mode}: found`, urls.length)
   const handles = await mapConcurrent(urls, concurrency, async url => {
-    const h = await repo.find(url)
-    tick()
-    return h
+    const t0 = now()
+    try {
+      const h = await repo.find(url)
+      tick()
+      return h
+    } catch (err) {
+      const waited = ((now() - t0) / 1000).toFixed(1)
+      throw new Error(`find(${url}) failed after ${waited} s (+${((now() - tMain) / 1000).toFixed(1)} s): ${err.message}`)
+    }
   })
   const tFound = now()
   sampleRss()

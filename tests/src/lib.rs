@@ -1,1 +1,319 @@
-//! placeholder
+//! hearth-tests: a harness for tests and benchmarks that run hubs and nodes as separate
+//! processes on 127.0.0.1 with relays off.
+//!
+//! [`Binaries`] names the executable to run (a multi-call binary that dispatches to the
+//! hub's or the node's real command line, see [`multicall`]); [`Proc`] is a child process
+//! whose stdout lines can be awaited and whose stderr goes to a file; [`HubProc`] and
+//! [`NodeHome`] wrap the usual steps. Nothing here sends a packet off this machine.
+
+use std::{
+    ffi::OsString,
+    io::{BufRead, BufReader},
+    net::{SocketAddr, UdpSocket},
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    sync::{mpsc, Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, bail, Context};
+
+/// Dispatches `argv[1]` to the hub's (`hearth-hub`) or node's (`hearth`) command line.
+/// Returns `None` if argv[1] is neither.
+pub fn multicall() -> Option<anyhow::Result<()>> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let which = args.get(1)?.to_str()?.to_string();
+    let rest = args[1..].to_vec();
+    match which.as_str() {
+        "hearth-hub" => Some(hearth_hub::cli::main_with_args(rest)),
+        "hearth" => Some(hearth_node::cli::main_with_args(rest)),
+        _ => None,
+    }
+}
+
+/// The multi-call executable.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    exe: PathBuf,
+}
+
+impl Binaries {
+    /// Uses `exe` (e.g. `env!("CARGO_BIN_EXE_hearth-testbin")`, or the bench itself).
+    pub fn new(exe: impl Into<PathBuf>) -> Self {
+        Self { exe: exe.into() }
+    }
+
+    /// A `hearth-hub` command with `HEARTH_HOME` set and relays off.
+    pub fn hub(&self, home: &Path) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.arg("hearth-hub")
+            .env("HEARTH_HOME", home)
+            .env("HEARTH_RELAY", "off");
+        c
+    }
+
+    /// A `hearth` command with `HEARTH_HOME` set and relays off.
+    pub fn node(&self, home: &Path) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.arg("hearth")
+            .env("HEARTH_HOME", home)
+            .env("HEARTH_RELAY", "off");
+        c
+    }
+}
+
+/// Runs a command to completion; fails with its stderr if it fails.
+pub fn run_ok(mut cmd: Command) -> anyhow::Result<String> {
+    let out: Output = cmd.stdin(Stdio::null()).output().context("spawning")?;
+    if !out.status.success() {
+        bail!(
+            "{:?} failed ({}): {}",
+            cmd,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A free UDP port on 127.0.0.1 (for a hub that must come back on the same address).
+pub fn free_udp_port() -> anyhow::Result<u16> {
+    Ok(UdpSocket::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A running child process.
+pub struct Proc {
+    name: String,
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Arc<Mutex<Vec<String>>>,
+    stderr: PathBuf,
+}
+
+impl Proc {
+    /// Spawns `cmd`, capturing stdout lines and sending stderr to `stderr`.
+    pub fn spawn(name: &str, mut cmd: Command, stderr: PathBuf) -> anyhow::Result<Self> {
+        let err = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&stderr)?;
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .spawn()
+            .with_context(|| format!("spawning {name}"))?;
+        let out = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;
+        let (tx, lines) = mpsc::channel();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let seen2 = seen.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(mut s) = seen2.lock() {
+                    s.push(line.clone());
+                }
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Self {
+            name: name.to_string(),
+            child,
+            lines,
+            seen,
+            stderr,
+        })
+    }
+
+    /// Waits for a stdout line satisfying `pred`.
+    pub fn wait_line(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> anyhow::Result<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if pred(&line) => return Ok(line),
+                Ok(_) => continue,
+                Err(_) => bail!(
+                    "{}: no matching line within {timeout:?}; stdout so far: {:?}; stderr: {}",
+                    self.name,
+                    self.seen.lock().map(|s| s.clone()).unwrap_or_default(),
+                    self.stderr_text()
+                ),
+            }
+        }
+    }
+
+    /// Every stdout line so far.
+    pub fn stdout_lines(&self) -> Vec<String> {
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The stderr log so far.
+    pub fn stderr_text(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, then reap.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait up to 10 s (SIGKILL after that).
+    pub fn terminate(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.kill9();
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// A hub process and what its ready line said.
+pub struct HubProc {
+    /// The process.
+    pub proc: Proc,
+    /// Its node id.
+    pub id: String,
+    /// Its UDP address on 127.0.0.1.
+    pub addr: SocketAddr,
+    /// Its HTTP address, if enabled.
+    pub http: Option<SocketAddr>,
+}
+
+impl HubProc {
+    /// Starts a hub on `home`, bound to 127.0.0.1:`port` (0: any), HTTP on a free port.
+    pub fn start(bins: &Binaries, home: &Path, port: u16) -> anyhow::Result<Self> {
+        let mut cmd = bins.hub(home);
+        cmd.args([
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--http",
+            "127.0.0.1:0",
+        ]);
+        let proc = Proc::spawn("hub", cmd, home.join("hub.stderr"))?;
+        let ready = proc.wait_line(Duration::from_secs(30), |l| {
+            l.starts_with("hearth-hub ready")
+        })?;
+        let field = |k: &str| {
+            ready
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(k))
+                .map(str::to_string)
+                .ok_or_else(|| anyhow!("ready line {ready:?} lacks {k}"))
+        };
+        let id = field("id=")?;
+        let addr = field("sync=")?
+            .split(',')
+            .find_map(|a| a.parse::<SocketAddr>().ok().filter(|a| a.is_ipv4()))
+            .ok_or_else(|| anyhow!("no IPv4 sync address in {ready:?}"))?;
+        let http = field("http=")?.parse().ok();
+        Ok(Self {
+            proc,
+            id,
+            addr,
+            http,
+        })
+    }
+}
+
+/// A node's data directory.
+pub struct NodeHome {
+    bins: Binaries,
+    /// The directory.
+    pub home: PathBuf,
+    /// The node's id.
+    pub id: String,
+}
+
+impl NodeHome {
+    /// Creates the node identity in `home` and reads its id.
+    pub fn new(bins: &Binaries, home: PathBuf) -> anyhow::Result<Self> {
+        let mut c = bins.node(&home);
+        c.arg("id");
+        let id = run_ok(c)?.trim().to_string();
+        Ok(Self {
+            bins: bins.clone(),
+            home,
+            id,
+        })
+    }
+
+    /// Runs one `hearth …` command against this replica and returns its stdout.
+    pub fn cli(&self, args: &[&str]) -> anyhow::Result<String> {
+        let mut c = self.bins.node(&self.home);
+        c.args(args);
+        run_ok(c)
+    }
+
+    /// Starts `hearth run` following `hub`.
+    pub fn start(&self, hub_id: &str, hub_addr: SocketAddr) -> anyhow::Result<Proc> {
+        let mut c = self.bins.node(&self.home);
+        c.args([
+            "run",
+            "--hub",
+            hub_id,
+            "--hub-addr",
+            &hub_addr.to_string(),
+            "--bind",
+            "127.0.0.1:0",
+        ]);
+        let p = Proc::spawn("node", c, self.home.join("node.stderr"))?;
+        p.wait_line(Duration::from_secs(30), |l| l.starts_with("hearth ready"))?;
+        Ok(p)
+    }
+}
+
+/// Allows `node` on the hub whose data directory is `hub_home`.
+pub fn allow(bins: &Binaries, hub_home: &Path, node_id: &str) -> anyhow::Result<()> {
+    let mut c = bins.hub(hub_home);
+    c.args(["allow", node_id]);
+    run_ok(c).map(|_| ())
+}
+
+/// Polls `f` until it returns `Ok(true)` or `timeout` passes.
+pub fn eventually(
+    timeout: Duration,
+    mut f: impl FnMut() -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    let mut last = None;
+    while Instant::now() < deadline {
+        match f() {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            Err(e) => last = Some(e),
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    bail!("condition not met within {timeout:?}; last error: {last:?}")
+}

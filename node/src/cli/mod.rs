@@ -1,11 +1,13 @@
-//! The `hearth` subcommands, one file per group. Document commands write the local
-//! replica directly through the store; a running `hearth run` notices and replicates.
+//! The `hearth` command line, one file per subcommand group. Document commands write the
+//! local replica directly through the store; a running `hearth run` notices and replicates.
+//!
+//! A binary edge: `anyhow` is allowed here and nowhere else in the crate.
 
 pub(crate) mod note;
 pub(crate) mod run;
 pub(crate) mod task;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use hearth_sync::{DocId, DocumentStore, Kind};
@@ -16,10 +18,76 @@ pub(crate) fn open_store(home: &Path) -> anyhow::Result<DocumentStore> {
         .with_context(|| format!("opening the replica in {}", home.display()))
 }
 
+pub(crate) fn hex(bytes: &[u8; 32]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Accepts a full id or a unique prefix of at least 4 hex digits.
 pub(crate) fn resolve(store: &DocumentStore, kind: Kind, id: &str) -> anyhow::Result<DocId> {
     if let Ok(full) = id.parse::<DocId>() {
         return Ok(full);
     }
     Ok(store.resolve_blocking(kind, id)?)
+}
+
+use crate::config::default_home;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "hearth",
+    version,
+    about = "Hearth node: your notes and tasks, everywhere, offline too"
+)]
+struct Cli {
+    /// Data directory (replica, identity key, settings).
+    #[arg(long, env = "HEARTH_HOME", global = true)]
+    home: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print this node's id (give it to `hearth-hub allow`).
+    Id,
+    /// Keep the replica in sync with the hub until interrupted.
+    Run(run::RunArgs),
+    /// Notes in the local replica.
+    #[command(subcommand)]
+    Note(note::NoteCommand),
+    /// Tasks in the local replica.
+    #[command(subcommand)]
+    Task(task::TaskCommand),
+}
+
+/// Runs `hearth` with these arguments (the first is the program name).
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    let cli = Cli::parse_from(args);
+    tracing_subscriber::fmt()
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HEARTH_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,hearth=info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let home = cli.home.unwrap_or_else(default_home);
+    match cli.command {
+        Command::Id => {
+            let key = hearth_net::load_or_create_secret_key(&home.join("secret.key"))?;
+            println!("{}", key.public());
+            Ok(())
+        }
+        Command::Run(args) => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting tokio")?;
+            rt.block_on(run::run(home, args))
+        }
+        Command::Note(cmd) => note::run(&open_store(&home)?, cmd),
+        Command::Task(cmd) => task::run(&open_store(&home)?, cmd),
+    }
 }

@@ -110,12 +110,13 @@ pub(crate) fn run(store: &DocumentStore, cmd: NoteCommand) -> anyhow::Result<()>
             let id = super::resolve(store, Kind::Note, &id)?;
             let rec = store.get_blocking::<Note>(id)?;
             if json {
+                let heads: Vec<String> = store.heads_blocking(id)?.iter().map(super::hex).collect();
                 println!(
                     "{}",
                     serde_json::json!({
                         "id": rec.id.to_string(), "title": rec.value.title, "content": rec.value.content,
                         "project": rec.value.project.map(|p| p.to_string()), "deleted": rec.deleted,
-                        "updated_at": rec.updated_at,
+                        "updated_at": rec.updated_at, "heads": heads,
                     })
                 );
             } else {

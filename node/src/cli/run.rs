@@ -2,9 +2,9 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
+use crate::{config::NodeConfig, run_sync_loop, HubAddr, NodeError, SyncStatus};
 use anyhow::Context;
 use hearth_net::{NetSettings, NoHooks, RelaySetting};
-use hearth_node::{config::NodeConfig, run_sync_loop, HubAddr, NodeError, SyncStatus};
 use iroh::EndpointAddr;
 use tokio::sync::mpsc;
 

@@ -74,9 +74,11 @@ pub(crate) fn run(store: &DocumentStore, cmd: TaskCommand) -> anyhow::Result<()>
             for t in page.data {
                 let status = t.status.unwrap_or_default();
                 if json {
+                    let heads: Vec<String> =
+                        store.heads_blocking(t.id)?.iter().map(super::hex).collect();
                     println!(
                         "{}",
-                        serde_json::json!({ "id": t.id.to_string(), "name": t.title, "status": status, "due": t.due })
+                        serde_json::json!({ "id": t.id.to_string(), "name": t.title, "status": status, "due": t.due, "heads": heads })
                     );
                 } else {
                     println!(

@@ -1,0 +1,31 @@
+//! Cross-process tests: real hubs and nodes as separate processes on 127.0.0.1 with
+//! relays off, driven through their command lines. One binary, one module per concern.
+
+mod access;
+mod bad_frames;
+mod crash;
+mod replication;
+mod tidy;
+
+use std::path::PathBuf;
+
+use hearth_tests::Binaries;
+
+pub(crate) fn bins() -> Binaries {
+    Binaries::new(env!("CARGO_BIN_EXE_hearth-testbin"))
+}
+
+pub(crate) fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+pub(crate) fn sub(dir: &tempfile::TempDir, name: &str) -> PathBuf {
+    dir.path().join(name)
+}
+
+pub(crate) fn json_lines(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect()
+}
