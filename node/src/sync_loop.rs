@@ -25,6 +25,10 @@ pub enum SyncStatus {
         synced: usize,
         /// Milliseconds since the session started.
         ms: u128,
+        /// Frame bytes sent.
+        tx_bytes: u64,
+        /// Frame bytes received.
+        rx_bytes: u64,
     },
     /// The session ended; retrying after the delay.
     Disconnected {
@@ -66,6 +70,8 @@ pub async fn run_sync_loop(
                         sent_whole,
                         synced,
                         elapsed,
+                        bytes_sent,
+                        bytes_received,
                     } = ev;
                     caught_up = true;
                     let _ = status2.send(SyncStatus::CaughtUp {
@@ -73,6 +79,8 @@ pub async fn run_sync_loop(
                         sent_whole,
                         synced,
                         ms: elapsed.as_millis(),
+                        tx_bytes: bytes_sent,
+                        rx_bytes: bytes_received,
                     });
                 }
                 caught_up

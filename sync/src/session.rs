@@ -85,6 +85,10 @@ pub enum SessionEvent {
         synced: usize,
         /// Time since the session started.
         elapsed: Duration,
+        /// Frame bytes sent so far.
+        bytes_sent: u64,
+        /// Frame bytes received so far.
+        bytes_received: u64,
     },
 }
 
@@ -157,6 +161,7 @@ struct Session {
     sent_whole: usize,
     synced: usize,
     events: Option<mpsc::UnboundedSender<SessionEvent>>,
+    stats: Arc<SessionStats>,
 }
 
 impl Session {
@@ -238,6 +243,8 @@ impl Session {
             sent_whole: self.sent_whole,
             synced: self.synced,
             elapsed: self.started.elapsed(),
+            bytes_sent: self.stats.bytes_sent.load(Ordering::Relaxed),
+            bytes_received: self.stats.bytes_received.load(Ordering::Relaxed),
         };
         tracing::info!(?event, "replica caught up");
         if let Some(events) = &self.events {
@@ -383,6 +390,7 @@ where
         sent_whole: 0,
         synced: 0,
         events,
+        stats: stats.clone(),
     };
 
     let result = async {

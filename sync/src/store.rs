@@ -9,7 +9,13 @@
 //! Several processes may write one database (the node daemon and `hearth note edit`):
 //! every write runs in `BEGIN IMMEDIATE`, each document row carries a version that the
 //! in-memory cache is checked against, and an optional watcher thread turns other
-//! processes' commits (`change_log`) into feed events.
+//! processes' commits (`change_log`) into feed events. Writers wake it with a datagram to
+//! a loopback port it publishes beside the database (`hearth.db.notify`), with a slow
+//! poll as fallback, so no process busy-polls.
+//!
+//! Local edits commit with `synchronous=FULL` (they exist nowhere else); changes from
+//! peers and derived data with `NORMAL` (a lost tail after a power cut is re-sent by the
+//! peer, because summaries are computed from what is on disk).
 //!
 //! This module never does network I/O and never holds its mutex across an `.await`:
 //! async methods run their SQLite work on tokio's blocking pool.
@@ -49,7 +55,9 @@ const CACHE_DOCS: usize = 256;
 /// Compact a document once it has this many incremental chunks.
 const COMPACT_CHUNKS: i64 = 64;
 /// How often the watcher looks for other processes' commits.
-const WATCH_INTERVAL: Duration = Duration::from_millis(1);
+/// How often the watcher looks for other processes' commits when no wake-up datagram
+/// arrives (writers send one to the watcher's loopback port after each commit).
+const WATCH_FALLBACK: Duration = Duration::from_millis(250);
 /// Change-log rows kept for the watchers of other processes.
 const CHANGE_LOG_KEEP: i64 = 100_000;
 /// Capacity of the change feed; a slower subscriber sees `Lagged` and must resummarise.
@@ -182,13 +190,22 @@ struct Inner {
     cache: LruCache<DocId, Cached>,
 }
 
+/// The running external-write watcher thread.
+struct Watcher {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<()>,
+    port: u16,
+}
+
 struct Shared {
     inner: Mutex<Inner>,
     feed: broadcast::Sender<DocChange>,
     writer: i64,
     next_peer: AtomicU64,
     path: PathBuf,
-    watcher: Mutex<Option<(Arc<AtomicBool>, JoinHandle<()>)>>,
+    watcher: Mutex<Option<Watcher>>,
+    /// Sends wake-up datagrams to another process's watcher.
+    notifier: Option<std::net::UdpSocket>,
 }
 
 impl Drop for Shared {
@@ -198,8 +215,12 @@ impl Drop for Shared {
             .get_mut()
             .map(Option::take)
             .unwrap_or_else(|e| e.into_inner().take());
-        if let Some((stop, handle)) = watcher {
+        if let Some(Watcher { stop, handle, port }) = watcher {
             stop.store(true, Ordering::Relaxed);
+            // Wake the thread so it sees the flag now rather than after the timeout.
+            if let Ok(s) = std::net::UdpSocket::bind(("127.0.0.1", 0)) {
+                let _ = s.send_to(&[0], ("127.0.0.1", port));
+            }
             let _ = handle.join();
         }
     }
@@ -270,6 +291,33 @@ const MIGRATIONS: &[&str] = &[
         writer INTEGER NOT NULL
     );",
 ];
+
+/// How hard a commit must reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// `synchronous=FULL`: survives power loss. For local edits, which exist nowhere else.
+    Full,
+    /// `synchronous=NORMAL` (WAL): survives a crash of the process, maybe not of the
+    /// machine. For changes from peers and derived data: a lost tail is re-sent by the
+    /// peer, because summaries are computed from what is on disk.
+    Normal,
+}
+
+fn begin(conn: &mut Connection, durability: Durability) -> Result<Transaction<'_>, StoreError> {
+    let mode = match durability {
+        Durability::Full => "FULL",
+        Durability::Normal => "NORMAL",
+    };
+    conn.pragma_update(None, "synchronous", mode)?;
+    Ok(conn.transaction_with_behavior(TransactionBehavior::Immediate)?)
+}
+
+/// Where a watching process publishes the loopback port of its wake-up socket.
+fn notify_path(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".notify");
+    PathBuf::from(name)
+}
 
 fn open_connection(path: &Path) -> Result<Connection, StoreError> {
     let conn = Connection::open(path)?;
@@ -574,11 +622,12 @@ impl Inner {
     fn write<T>(
         &mut self,
         writer: i64,
+        durability: Durability,
         id: &DocId,
         f: impl FnOnce(&Connection, &str, &mut AutoCommit) -> Result<T, StoreError>,
     ) -> Result<Option<(T, bool)>, StoreError> {
         let Inner { conn, cache } = self;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = begin(conn, durability)?;
         let Some(row) = doc_row(&tx, id)? else {
             return Ok(None);
         };
@@ -770,6 +819,7 @@ impl DocumentStore {
                 next_peer: AtomicU64::new(1),
                 path,
                 watcher: Mutex::new(None),
+                notifier: std::net::UdpSocket::bind(("127.0.0.1", 0)).ok(),
             }),
         })
     }
@@ -786,6 +836,17 @@ impl DocumentStore {
             return Ok(());
         }
         let conn = open_connection(&self.shared.path)?;
+        // Writers in other processes send a datagram here after each commit, so changes
+        // are seen at once without busy polling (a laptop's battery matters).
+        let wake = std::net::UdpSocket::bind(("127.0.0.1", 0))
+            .and_then(|s| s.set_read_timeout(Some(WATCH_FALLBACK)).map(|()| s))
+            .map_err(|e| StoreError::Task(format!("watcher socket: {e}")))?;
+        let port = wake
+            .local_addr()
+            .map_err(|e| StoreError::Task(e.to_string()))?
+            .port();
+        std::fs::write(notify_path(&self.shared.path), port.to_string())
+            .map_err(|e| StoreError::Task(format!("writing the notify port: {e}")))?;
         let stop = Arc::new(AtomicBool::new(false));
         let feed = self.shared.feed.clone();
         let writer = self.shared.writer;
@@ -798,8 +859,10 @@ impl DocumentStore {
             .name("hearth-store-watch".into())
             .spawn(move || {
                 let mut version: i64 = -1;
+                let mut buf = [0u8; 16];
                 while !stop2.load(Ordering::Relaxed) {
-                    std::thread::sleep(WATCH_INTERVAL);
+                    // A datagram, or the fallback timeout: either way look for commits.
+                    let _ = wake.recv(&mut buf);
                     let now: i64 = match conn.query_row("PRAGMA data_version", [], |r| r.get(0)) {
                         Ok(v) => v,
                         Err(e) => {
@@ -833,7 +896,7 @@ impl DocumentStore {
                 }
             })
             .map_err(|e| StoreError::Task(e.to_string()))?;
-        *slot = Some((stop, handle));
+        *slot = Some(Watcher { stop, handle, port });
         Ok(())
     }
 
@@ -854,6 +917,30 @@ impl DocumentStore {
     fn announce(&self, id: DocId, origin: Origin) {
         // No subscribers is fine: nothing is listening yet.
         let _ = self.shared.feed.send(DocChange { id, origin });
+        self.wake_other_watcher();
+    }
+
+    /// Tells a watcher in another process (say `hearth run` beside `hearth note edit`)
+    /// that something was committed. Best effort: its fallback poll catches a lost one.
+    fn wake_other_watcher(&self) {
+        let own = self
+            .shared
+            .watcher
+            .lock()
+            .map(|w| w.is_some())
+            .unwrap_or(true);
+        if own {
+            return;
+        }
+        let Some(socket) = &self.shared.notifier else {
+            return;
+        };
+        if let Some(port) = std::fs::read_to_string(notify_path(&self.shared.path))
+            .ok()
+            .and_then(|p| p.trim().parse::<u16>().ok())
+        {
+            let _ = socket.send_to(&[1], ("127.0.0.1", port));
+        }
     }
 
     /// Runs blocking store work on tokio's blocking pool.
@@ -888,7 +975,7 @@ impl DocumentStore {
         let derived = value.derive();
         {
             let Inner { conn, .. } = &mut *inner;
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = begin(conn, Durability::Full)?;
             check_refs_conn(&tx, &id, E::KIND, &derived)?;
             insert_new(&tx, writer, &id, E::KIND.as_str(), &mut doc)?;
             tx.commit()?;
@@ -958,7 +1045,7 @@ impl DocumentStore {
         let edits = patch.into_edits();
         let writer = self.shared.writer;
         let mut inner = self.lock();
-        let result = inner.write(writer, &id, |tx, stored, doc| {
+        let result = inner.write(writer, Durability::Full, &id, |tx, stored, doc| {
             if stored != kind.as_str() {
                 return Err(StoreError::WrongKind {
                     id,
@@ -1000,7 +1087,7 @@ impl DocumentStore {
     pub fn delete_blocking(&self, kind: Kind, id: DocId) -> Result<(), StoreError> {
         let writer = self.shared.writer;
         let mut inner = self.lock();
-        let result = inner.write(writer, &id, |_, stored, doc| {
+        let result = inner.write(writer, Durability::Full, &id, |_, stored, doc| {
             if stored != kind.as_str() {
                 return Err(StoreError::WrongKind {
                     id,
@@ -1149,7 +1236,7 @@ impl DocumentStore {
     pub fn index_pending_blocking(&self, limit: u32) -> Result<usize, StoreError> {
         let mut inner = self.lock();
         let Inner { conn, cache } = &mut *inner;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = begin(conn, Durability::Normal)?;
         let ids: Vec<DocId> = {
             let mut stmt =
                 tx.prepare_cached("SELECT id FROM entities WHERE indexed = 0 LIMIT ?1")?;
@@ -1263,7 +1350,7 @@ impl DocumentStore {
                 continue;
             };
             if row.chunk_count > 0 {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let tx = begin(conn, Durability::Normal)?;
                 let Some(row) = doc_row(&tx, id)? else {
                     continue;
                 };
@@ -1326,9 +1413,7 @@ impl DocumentStore {
         let mut fresh = Vec::new();
         {
             let mut inner = self.lock();
-            let tx = inner
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let tx = begin(&mut inner.conn, Durability::Normal)?;
             for snap in docs {
                 let id = DocId(snap.id);
                 if snap.index.kind.parse::<Kind>().is_err() {
@@ -1385,7 +1470,7 @@ impl DocumentStore {
         for snap in merges {
             let id = DocId(snap.id);
             let mut inner = self.lock();
-            let changed = inner.write(writer, &id, |_, _, doc| {
+            let changed = inner.write(writer, Durability::Normal, &id, |_, _, doc| {
                 doc.load_incremental(&snap.bytes)
                     .map_err(|e| StoreError::SyncMessage(format!("document {id}: {e}")))?;
                 Ok(())
@@ -1426,7 +1511,7 @@ impl DocumentStore {
             sync::Message::decode(message).map_err(|e| StoreError::SyncMessage(e.to_string()))?;
         let writer = self.shared.writer;
         let mut inner = self.lock();
-        let result = inner.write(writer, &id, |_, _, doc| {
+        let result = inner.write(writer, Durability::Normal, &id, |_, _, doc| {
             doc.sync()
                 .receive_sync_message(state, msg.clone())
                 .map_err(|e| StoreError::SyncMessage(e.to_string()))
@@ -1448,12 +1533,12 @@ impl DocumentStore {
                         StoreError::SyncMessage(format!("document {id} has no known kind"))
                     })?;
                 let Inner { conn, cache } = &mut *inner;
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let tx = begin(conn, Durability::Normal)?;
                 if doc_row(&tx, &id)?.is_some() {
                     // Another process inserted it meanwhile: merge through the write path.
                     drop(tx);
                     let bytes = doc.save();
-                    inner.write(writer, &id, |_, _, d| {
+                    inner.write(writer, Durability::Normal, &id, |_, _, d| {
                         d.load_incremental(&bytes)?;
                         Ok(())
                     })?;

@@ -327,6 +327,10 @@ async function main() {
     throw new Error(`catch-up text bytes ${cu.ready.text_bytes} != seeded ${seeded.raw_text_bytes}`)
   }
   const cuSeconds = (cu.ready.t - cu.tSpawn) / 1000
+  if (cu.done.disconnects > 0) {
+    log(`warning: the catch-up client lost its connection ${cu.done.disconnects} time(s); ` +
+      `${cu.done.recovered_unavailable} docs were unavailable until it reconnected`)
+  }
   log(`catch-up: ${fmt(cuSeconds, 3)} s, ${cu.wire.total} wire bytes (${cu.wire.up} up, ${cu.wire.down} down)`)
 
   // 5. unchanged reconnect
@@ -344,6 +348,9 @@ async function main() {
     throw new Error(`reconnect text bytes ${rc.ready.text_bytes} != seeded ${seeded.raw_text_bytes}`)
   }
   const rcMs = rc.synced.t - rc.tSpawn
+  if (rc.done.disconnects > 0) {
+    log(`warning: the reconnect client lost its connection ${rc.done.disconnects} time(s)`)
+  }
   log(`reconnect: ${fmt(rcMs, 1)} ms, ${rc.wire.total} wire bytes (${rc.wire.up} up, ${rc.wire.down} down)`)
 
   const serverStats = await stopServer(srv)
@@ -366,6 +373,10 @@ async function main() {
   result("amr_reconnect_wire_bytes", rc.wire.total, "bytes")
   result("amr_reconnect_wire_up_bytes", rc.wire.up, "bytes")
   result("amr_reconnect_wire_down_bytes", rc.wire.down, "bytes")
+  result("amr_catchup_disconnects", cu.done.disconnects, "count")
+  result("amr_reconnect_disconnects", rc.done.disconnects, "count")
+  result("amr_catchup_client_max_loop_delay_ms", fmt(cu.done.max_event_loop_delay_ms, 0), "ms")
+  result("amr_reconnect_client_max_loop_delay_ms", fmt(rc.done.max_event_loop_delay_ms, 0), "ms")
   result("amr_server_rss_mb", mb(serverPeak), "MB")
   result("amr_client_rss_mb", mb(cu.done.rss_peak), "MB")
   result("amr_reconnect_client_rss_mb", mb(rc.done.rss_peak), "MB")

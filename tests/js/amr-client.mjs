@@ -33,6 +33,7 @@
 // orchestrator's); progress goes to stderr.
 
 import fs from "node:fs"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Repo } from "@automerge/automerge-repo"
 import { WebSocketClientAdapter } from "@automerge/automerge-repo-network-websocket"
 import { NodeFSStorageAdapter } from "@automerge/automerge-repo-storage-nodefs"
@@ -125,21 +126,76 @@ async function main() {
     })
   })
   const tConnected = now()
+  const since = () => `+${((now() - tMain) / 1000).toFixed(1)} s`
+
+  // Connection drops. The server adapter pings every 5 s and terminates a
+  // socket that has not answered the previous ping, so a client whose event
+  // loop is busy for several seconds gets cut off. automerge-repo then marks
+  // every document still being requested as "unavailable" (no peer has it) and,
+  // once the adapter has reconnected (retry every 5 s), re-syncs every open
+  // document with the server, which makes such handles ready after all. We
+  // wait for that (see findReady) and report how often it happened.
+  let disconnects = 0
+  let closing = false // our own shutdown disconnects too; don't count that
+  repo.networkSubsystem.on("peer-disconnected", ({ peerId }) => {
+    if (closing) return
+    disconnects++
+    log(`${mode}: disconnected from ${peerId} (${since()})`)
+  })
+  repo.networkSubsystem.on("peer", ({ peerId }) => log(`${mode}: reconnected to ${peerId} (${since()})`))
+  let unavailableRecv = 0
+  repo.networkSubsystem.on("message", m => {
+    if (m.type === "doc-unavailable" && ++unavailableRecv <= 5) {
+      log(`${mode}: server says doc-unavailable for ${m.documentId} (${since()})`)
+    }
+  })
+
+  // Event-loop delay (how long the client was too busy to read its socket).
+  const loopDelay = monitorEventLoopDelay({ resolution: 20 })
+  loopDelay.enable()
+  let loopDelayMaxMs = 0
+  let found = 0
+  const heartbeat = setInterval(() => {
+    const maxMs = loopDelay.max / 1e6
+    loopDelayMaxMs = Math.max(loopDelayMaxMs, maxMs)
+    loopDelay.reset()
+    log(`${mode}: ${found}/${urls.length} found, max event-loop delay ${maxMs.toFixed(0)} ms, rss ${(sampleRss() / 2 ** 20).toFixed(0)} MB (${since()})`)
+  }, 10000)
+  heartbeat.unref()
+
   const serverStorageId = repo.getStorageIdOfPeer(serverPeer)
   emit({ event: "connected", t: tConnected, server_peer: serverPeer, server_storage_id: serverStorageId })
   log(`${mode}: connected to ${serverPeer}; finding ${urls.length} docs (concurrency ${concurrency || "unbounded"})`)
 
-  const tick = progress(`${mode}: found`, urls.length)
-  const handles = await mapConcurrent(urls, concurrency, async url => {
+  let recovered = 0 // handles that were unavailable at first and became ready
+  async function findReady(url) {
     const t0 = now()
+    let h
     try {
-      const h = await repo.find(url)
-      tick()
-      return h
+      h = await repo.find(url, { allowableStates: ["ready", "unavailable"] })
+      if (!h.isReady()) recovered++
+      while (!h.isReady()) {
+        if (disconnects === 0) throw new Error("unavailable (and the connection never dropped)")
+        if (now() - t0 > 600_000) throw new Error("still unavailable 600 s after the connection dropped")
+        try {
+          await h.whenReady(["ready"])
+        } catch {
+          /* whenReady times out after 60 s; loop */
+        }
+      }
     } catch (err) {
       const waited = ((now() - t0) / 1000).toFixed(1)
-      throw new Error(`find(${url}) failed after ${waited} s (+${((now() - tMain) / 1000).toFixed(1)} s): ${err.message}`)
+      throw new Error(`find(${url}) failed after ${waited} s (${since()}): ${err.message}`)
     }
+    return h
+  }
+
+  const tick = progress(`${mode}: found`, urls.length)
+  const handles = await mapConcurrent(urls, concurrency, async url => {
+    const h = await findReady(url)
+    found++
+    tick()
+    return h
   })
   const tFound = now()
   sampleRss()
@@ -157,27 +213,27 @@ async function main() {
 
   if (mode === "reconnect") {
     if (!serverStorageId) throw new Error("server did not advertise a storage id; cannot check remote heads")
-    const pending = new Set()
+    const listeners = new Map() // handle -> listener, while not yet synced
     const tickSync = progress("reconnect: synced", handles.length)
     await new Promise(resolve => {
       const check = h => {
-        if (!pending.has(h)) return
+        const fn = listeners.get(h)
+        if (!fn) return
         if (sameHeads(h.getSyncInfo(serverStorageId)?.lastHeads, h.heads())) {
-          pending.delete(h)
-          h.off("remote-heads", h.__amrCheck)
-          h.off("heads-changed", h.__amrCheck)
+          listeners.delete(h)
+          h.off("remote-heads", fn)
+          h.off("heads-changed", fn)
           tickSync()
-          if (pending.size === 0) resolve()
+          if (listeners.size === 0) resolve()
         }
       }
       for (const h of handles) {
-        pending.add(h)
-        h.__amrCheck = () => check(h)
-        h.on("remote-heads", h.__amrCheck)
-        h.on("heads-changed", h.__amrCheck)
+        const fn = () => check(h)
+        listeners.set(h, fn)
+        h.on("remote-heads", fn)
+        h.on("heads-changed", fn)
       }
       for (const h of handles) check(h)
-      if (pending.size === 0) resolve()
     })
     emit({ event: "synced", t: now(), docs: handles.length })
   }
@@ -187,11 +243,17 @@ async function main() {
   // The repo saves sync states through a 100 ms throttle that flush() does not
   // cover; give it a moment, as a long-running app would have, then shut down.
   await sleep(250)
+  closing = true
   await repo.shutdown()
   sampleRss()
   clearInterval(rssTimer)
+  clearInterval(heartbeat)
+  loopDelayMaxMs = Math.max(loopDelayMaxMs, loopDelay.max / 1e6)
   emit({
     event: "done",
+    disconnects,
+    recovered_unavailable: recovered,
+    max_event_loop_delay_ms: loopDelayMaxMs,
     t_flushed: tFlushed,
     t: now(),
     rss_peak: peakRss,

@@ -136,6 +136,16 @@ async function serve(opts) {
     sharePolicy: async () => false,
   })
   const storageId = await repo.storageId()
+  // Diagnostics only: report every "doc-unavailable" the server sends (a
+  // healthy run sends none, since every requested doc is in its storage).
+  let unavailableSent = 0
+  repo.synchronizer.on("message", m => {
+    if (m.type === "doc-unavailable") {
+      unavailableSent++
+      const h = repo.handles[m.documentId]
+      if (unavailableSent <= 5) log(`sent doc-unavailable for ${m.documentId} (server handle state: ${h?.state})`)
+    }
+  })
   const timer = setInterval(sampleRss, 200)
   timer.unref()
   sampleRss()
@@ -167,6 +177,7 @@ async function serve(opts) {
         rss_peak: peakRss,
         max_rss_rusage: process.resourceUsage().maxRSS * 1024,
         handles: Object.keys(repo.handles).length,
+        unavailable_sent: unavailableSent,
       })
     } else if (cmd === "exit") {
       void shutdown(0)

@@ -64,8 +64,8 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         while let Some(status) = rx.recv().await {
             match status {
                 SyncStatus::Connecting => tracing::debug!("connecting to hub"),
-                SyncStatus::CaughtUp { received_whole, sent_whole, synced, ms } => println!(
-                    "hearth caught-up received_whole={received_whole} sent_whole={sent_whole} synced={synced} ms={ms}"
+                SyncStatus::CaughtUp { received_whole, sent_whole, synced, ms, tx_bytes, rx_bytes } => println!(
+                    "hearth caught-up received_whole={received_whole} sent_whole={sent_whole} synced={synced} ms={ms} tx_bytes={tx_bytes} rx_bytes={rx_bytes}"
                 ),
                 SyncStatus::Disconnected { reason, retry_in } => {
                     println!("hearth disconnected retry_ms={} reason={reason}", retry_in.as_millis());

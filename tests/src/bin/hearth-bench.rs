@@ -1,2 +1,395 @@
-//! `hearth-bench`: benchmarks printed as `name value unit` lines (see `run_bench`).
-fn main() {}
+//! `hearth-bench`: benchmarks printed as `name value unit` lines, one figure per line.
+//!
+//! `hearth-bench sync [--docs N] [--edits N] [--js-docs N] [--no-js]` runs a hub and nodes
+//! as separate processes on 127.0.0.1 (this binary re-executes itself as `hearth-hub` and
+//! `hearth`) and measures edit-to-visible latency, cold catch-up, unchanged reconnect
+//! and resident memory; then drives the same catch-up and reconnect workloads through
+//! automerge-repo (`tests/js`, two Node processes over its WebSocket adapter) and prints
+//! our figures divided by theirs. Progress goes to stderr.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use anyhow::{bail, Context};
+use hearth_sync::{DocumentStore, Note, NotePatch, TextEdit};
+use hearth_tests::{allow, free_udp_port, Binaries, HubProc, NodeHome, Proc};
+
+struct Opts {
+    docs: usize,
+    edits: usize,
+    js_docs: Option<usize>,
+    js: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    if let Some(result) = hearth_tests::multicall() {
+        return result;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut opts = Opts {
+        docs: 10_000,
+        edits: 1_000,
+        js_docs: None,
+        js: true,
+    };
+    let mut it = args.iter().skip(1);
+    while let Some(a) = it.next() {
+        let mut num = |name: &str| -> anyhow::Result<usize> {
+            it.next()
+                .with_context(|| format!("{name} needs a number"))?
+                .parse()
+                .with_context(|| name.to_string())
+        };
+        match a.as_str() {
+            "--docs" => opts.docs = num("--docs")?,
+            "--edits" => opts.edits = num("--edits")?,
+            "--js-docs" => opts.js_docs = Some(num("--js-docs")?),
+            "--no-js" => opts.js = false,
+            other => bail!("unknown option {other}"),
+        }
+    }
+    match args.first().map(String::as_str) {
+        Some("sync") => sync_bench(&opts),
+        _ => bail!("usage: hearth-bench sync [--docs N] [--edits N] [--js-docs N] [--no-js]"),
+    }
+}
+
+fn figure(name: &str, value: impl std::fmt::Display, unit: &str) {
+    println!("{name} {value} {unit}");
+}
+
+fn progress(msg: &str) {
+    eprintln!("[hearth-bench] {msg}");
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+fn rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+fn field(line: &str, key: &str) -> Option<u64> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key))
+        .and_then(|v| v.parse().ok())
+}
+
+/// ~2 KB of deterministic prose.
+fn note_text(i: usize) -> String {
+    const WORDS: [&str; 16] = [
+        "hearth", "note", "garden", "river", "lamp", "window", "letter", "morning", "bread",
+        "stone", "orchard", "winter", "paper", "harbor", "candle", "meadow",
+    ];
+    let mut s = String::with_capacity(2100);
+    let mut x = (i as u64)
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    while s.len() < 2000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        s.push_str(WORDS[(x >> 60) as usize]);
+        s.push(if (x >> 20) % 11 == 0 { '\n' } else { ' ' });
+    }
+    s
+}
+
+fn sync_bench(opts: &Opts) -> anyhow::Result<()> {
+    let exe = std::env::current_exe()?;
+    let bins = Binaries::new(&exe);
+    let dir = tempfile::tempdir()?;
+    let hub_home = dir.path().join("hub");
+    let a = NodeHome::new(&bins, dir.path().join("a"))?;
+    let b = NodeHome::new(&bins, dir.path().join("b"))?;
+    let c = NodeHome::new(&bins, dir.path().join("c"))?;
+    for n in [&a, &b, &c] {
+        allow(&bins, &hub_home, &n.id)?;
+    }
+    let port = free_udp_port()?;
+
+    // 1. Edit-to-visible latency, node A → hub → node B.
+    progress(&format!("latency: {} edits node→hub→node", opts.edits));
+    let mut hub = HubProc::start(&bins, &hub_home, port)?;
+    let mut pa = start_caught_up(&a, &hub)?;
+    let mut pb = start_caught_up(&b, &hub)?;
+    let sa = DocumentStore::open(a.home.join("hearth.db"))?;
+    let sb = DocumentStore::open(b.home.join("hearth.db"))?;
+    let note = sa.create_blocking(Note {
+        title: "latency".into(),
+        content: String::new(),
+        project: None,
+    })?;
+    wait_same_heads(&sa, &sb, note.id, Duration::from_secs(30))?;
+    let mut lat = Vec::with_capacity(opts.edits);
+    let mut commit = Vec::with_capacity(opts.edits);
+    for i in 0..opts.edits {
+        let t0 = Instant::now();
+        sa.update_blocking(
+            note.id,
+            NotePatch {
+                content: Some(TextEdit::Append(format!("{i} "))),
+                ..NotePatch::default()
+            },
+        )?;
+        commit.push(t0.elapsed().as_secs_f64() * 1000.0);
+        wait_same_heads(&sa, &sb, note.id, Duration::from_secs(10))?;
+        lat.push(t0.elapsed().as_secs_f64() * 1000.0);
+    }
+    lat.sort_by(f64::total_cmp);
+    commit.sort_by(f64::total_cmp);
+    // Reference in the same run: the local durable commit alone (fsync-bound).
+    figure(
+        "sync_local_commit_p50",
+        format!("{:.3}", percentile(&commit, 0.5)),
+        "ms",
+    );
+    figure(
+        "sync_edit_to_visible_p50_over_local_commit",
+        format!("{:.2}", percentile(&lat, 0.5) / percentile(&commit, 0.5)),
+        "x",
+    );
+    figure(
+        "sync_edit_to_visible_p50",
+        format!("{:.3}", percentile(&lat, 0.5)),
+        "ms",
+    );
+    figure(
+        "sync_edit_to_visible_p99",
+        format!("{:.3}", percentile(&lat, 0.99)),
+        "ms",
+    );
+    figure(
+        "sync_edit_to_visible_mean",
+        format!("{:.3}", lat.iter().sum::<f64>() / lat.len() as f64),
+        "ms",
+    );
+    drop((sa, sb));
+    pa.terminate();
+    pb.terminate();
+    hub.proc.terminate();
+
+    // 2. Cold catch-up of `docs` notes of about 2 KB.
+    progress(&format!("seeding the hub with {} notes", opts.docs));
+    let seed = DocumentStore::open(hub_home.join("hearth.db"))?;
+    let mut raw = 0usize;
+    for i in 0..opts.docs {
+        let title = format!("note {i}");
+        let content = note_text(i);
+        raw += title.len() + content.len();
+        seed.create_blocking(Note {
+            title,
+            content,
+            project: None,
+        })?;
+    }
+    drop(seed);
+    let hub = HubProc::start(&bins, &hub_home, port)?;
+    progress("catch-up: fresh node");
+    let t0 = Instant::now();
+    let (mut pc, line) = start_until_caught_up(&c, &hub)?;
+    let catchup = t0.elapsed();
+    let catchup_wire =
+        field(&line, "tx_bytes=").unwrap_or(0) + field(&line, "rx_bytes=").unwrap_or(0);
+    figure("sync_catchup_docs", opts.docs, "docs");
+    figure(
+        "sync_catchup_seconds",
+        format!("{:.3}", catchup.as_secs_f64()),
+        "s",
+    );
+    figure(
+        "sync_catchup_session_seconds",
+        format!("{:.3}", field(&line, "ms=").unwrap_or(0) as f64 / 1000.0),
+        "s",
+    );
+    figure("sync_catchup_wire_bytes", catchup_wire, "bytes");
+    figure("sync_catchup_raw_text_bytes", raw, "bytes");
+    figure(
+        "sync_catchup_wire_ratio",
+        format!("{:.3}", catchup_wire as f64 / raw as f64),
+        "x",
+    );
+    figure(
+        "sync_hub_rss_after_catchup",
+        format!("{:.1}", rss_mb(hub.proc.pid())),
+        "MB",
+    );
+    figure(
+        "sync_node_rss_after_catchup",
+        format!("{:.1}", rss_mb(pc.pid())),
+        "MB",
+    );
+
+    // 3. Reconnect with nothing changed.
+    pc.terminate();
+    progress("unchanged reconnect");
+    let t0 = Instant::now();
+    let (pc, line) = start_until_caught_up(&c, &hub)?;
+    let reconnect = t0.elapsed();
+    let reconnect_wire =
+        field(&line, "tx_bytes=").unwrap_or(0) + field(&line, "rx_bytes=").unwrap_or(0);
+    let session_ms = field(&line, "ms=").unwrap_or(0);
+    figure(
+        "sync_reconnect_ms",
+        format!("{:.1}", reconnect.as_secs_f64() * 1000.0),
+        "ms",
+    );
+    figure("sync_reconnect_session_ms", session_ms, "ms");
+    figure("sync_reconnect_wire_bytes", reconnect_wire, "bytes");
+    figure(
+        "sync_hub_rss",
+        format!("{:.1}", rss_mb(hub.proc.pid())),
+        "MB",
+    );
+    figure("sync_node_rss", format!("{:.1}", rss_mb(pc.pid())), "MB");
+    drop(pc);
+    drop(hub);
+
+    // 4. The same workloads through automerge-repo, for ratios.
+    if opts.js {
+        let js_docs = opts.js_docs.unwrap_or(opts.docs);
+        progress(&format!(
+            "automerge-repo baseline with {js_docs} notes (this can take minutes)"
+        ));
+        let theirs = automerge_repo(js_docs, dir.path())?;
+        for (k, v) in &theirs {
+            figure(k, v, unit_of(k));
+        }
+        let get = |k: &str| theirs.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        let scale = opts.docs as f64 / js_docs as f64;
+        if let Some(t) = get("amr_catchup_seconds") {
+            figure(
+                "ratio_catchup_seconds_vs_amr",
+                format!("{:.4}", catchup.as_secs_f64() / (t * scale)),
+                "x",
+            );
+        }
+        if let Some(t) = get("amr_catchup_wire_ratio") {
+            figure(
+                "ratio_catchup_wire_vs_amr",
+                format!("{:.4}", (catchup_wire as f64 / raw as f64) / t),
+                "x",
+            );
+        }
+        if let Some(t) = get("amr_reconnect_ms") {
+            figure(
+                "ratio_reconnect_ms_vs_amr",
+                format!("{:.5}", reconnect.as_secs_f64() * 1000.0 / (t * scale)),
+                "x",
+            );
+        }
+        if let Some(t) = get("amr_reconnect_wire_bytes") {
+            figure(
+                "ratio_reconnect_bytes_vs_amr",
+                format!("{:.5}", reconnect_wire as f64 / (t * scale)),
+                "x",
+            );
+        }
+        if js_docs != opts.docs {
+            progress(&format!("automerge-repo ran {js_docs} docs; its time and bytes were scaled linearly by {scale} for the ratios"));
+        }
+    }
+    Ok(())
+}
+
+fn unit_of(name: &str) -> &'static str {
+    if name.ends_with("_seconds") {
+        "s"
+    } else if name.ends_with("_ms") {
+        "ms"
+    } else if name.ends_with("_bytes") {
+        "bytes"
+    } else if name.ends_with("_mb") {
+        "MB"
+    } else if name.ends_with("_ratio") {
+        "x"
+    } else {
+        ""
+    }
+}
+
+fn start_caught_up(node: &NodeHome, hub: &HubProc) -> anyhow::Result<Proc> {
+    Ok(start_until_caught_up(node, hub)?.0)
+}
+
+fn start_until_caught_up(node: &NodeHome, hub: &HubProc) -> anyhow::Result<(Proc, String)> {
+    let p = node.start(&hub.id, hub.addr)?;
+    let line = p.wait_line(Duration::from_secs(900), |l| {
+        l.starts_with("hearth caught-up")
+    })?;
+    Ok((p, line))
+}
+
+fn wait_same_heads(
+    a: &DocumentStore,
+    b: &DocumentStore,
+    id: hearth_sync::DocId,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let want = a.heads_blocking(id)?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        if b.heads_blocking(id)? == want {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("edit not visible on the other node within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+fn automerge_repo(docs: usize, work: &Path) -> anyhow::Result<Vec<(String, f64)>> {
+    let js = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("js");
+    if !js.join("node_modules").exists() {
+        progress("installing automerge-repo (npm ci in tests/js)");
+        let ok = Command::new("npm")
+            .arg("ci")
+            .arg("--no-audit")
+            .arg("--no-fund")
+            .current_dir(&js)
+            .status()?
+            .success();
+        if !ok {
+            bail!("npm ci in {} failed", js.display());
+        }
+    }
+    let wd = work.join("amr");
+    std::fs::create_dir_all(&wd)?;
+    let out = Command::new("node")
+        .arg(js.join("amr-bench.mjs"))
+        .args(["--docs", &docs.to_string(), "--workdir"])
+        .arg(&wd)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running node tests/js/amr-bench.mjs")?;
+    if !out.status.success() {
+        bail!("automerge-repo baseline failed ({})", out.status);
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let name = it.next()?.to_string();
+            let value = it.next()?.parse().ok()?;
+            Some((name, value))
+        })
+        .collect())
+}
