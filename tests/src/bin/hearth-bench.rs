@@ -107,7 +107,11 @@ fn note_text(i: usize) -> String {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         s.push_str(WORDS[(x >> 60) as usize]);
-        s.push(if (x >> 20).is_multiple_of(11) { '\n' } else { ' ' });
+        s.push(if (x >> 20).is_multiple_of(11) {
+            '\n'
+        } else {
+            ' '
+        });
     }
     s
 }
