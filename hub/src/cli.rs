@@ -1,14 +1,17 @@
-//! The `hearth-hub` command line: start the hub, or manage its allowlist.
+//! The `hearth-hub` command line: run the hub, manage devices, print a pair ticket.
 //!
 //! A binary edge: `anyhow` is allowed here and nowhere else in the crate. The binary is
 //! a one-line wrapper so tests can run the same code from a multi-call test binary.
+//! Device commands work on `hub.db` directly, whether or not the hub is running.
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use crate::{access::Allowlist, settings::default_home, HubSettings};
-use anyhow::Context;
+use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
-use hearth_net::{NetSettings, RelaySetting};
+use hearth_net::{NetSettings, PairTicket, RelaySetting};
+use iroh_tickets::Ticket;
+
+use crate::{devices::DeviceRegistry, settings::default_home, HubSettings};
 
 #[derive(Parser)]
 #[command(
@@ -38,27 +41,67 @@ struct RunArgs {
     /// HTTP API address, or `off`.
     #[arg(long, env = "HEARTH_HTTP", default_value = "127.0.0.1:4200")]
     http: String,
+    /// Advertise the hub on the LAN over mDNS: `on` or `off`.
+    #[arg(long, env = "HEARTH_MDNS", default_value = "on")]
+    mdns: String,
+    /// The hub's display name.
+    #[arg(long, env = "HEARTH_NAME", default_value = "hearth")]
+    name: String,
+    /// Pair only devices that present a pair ticket (`hearth-hub ticket`).
+    #[arg(long, env = "HEARTH_PAIR_REQUIRE_TICKET")]
+    pair_require_ticket: bool,
 }
 
 #[derive(Subcommand)]
 enum Command {
     /// Print this hub's node id.
     Id,
-    /// Allow a node to replicate with this hub.
-    Allow {
-        /// The node's id (`hearth id` prints it).
-        node_id: iroh::EndpointId,
-        /// A name for the device.
-        #[arg(long, default_value = "")]
+    /// Print a pair ticket for a device that cannot find the hub on the LAN.
+    Ticket,
+    /// Paired devices and pairing requests.
+    #[command(subcommand)]
+    Devices(DevicesCommand),
+}
+
+#[derive(Subcommand)]
+enum DevicesCommand {
+    /// List paired devices.
+    List,
+    /// List pairing requests waiting for a decision.
+    Pending,
+    /// Approve the pairing request showing this code (e.g. WDJB-MJHT).
+    Approve {
+        /// The code shown by `hearth pair`.
+        code: String,
+        /// Name for the device (default: the name it asked with).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Deny a pairing request.
+    Deny {
+        /// The code shown by `hearth pair`.
+        code: String,
+    },
+    /// Rename a device.
+    Rename {
+        /// Node id (or a prefix of at least 4 characters).
+        id: String,
+        /// New name.
         name: String,
     },
-    /// Remove a node from the allowlist.
-    Disallow {
-        /// The node's id.
-        node_id: iroh::EndpointId,
+    /// Revoke a device: its connections close at once and it is refused from now on.
+    Revoke {
+        /// Node id (or a prefix of at least 4 characters).
+        id: String,
     },
-    /// List allowed nodes.
-    Allowed,
+    /// Pair a device by its node id, without a code (`hearth id` prints it).
+    Add {
+        /// The device's node id.
+        node_id: iroh::EndpointId,
+        /// A name for it.
+        #[arg(long, default_value = "device")]
+        name: String,
+    },
 }
 
 /// Runs `hearth-hub` with these arguments (the first is the program name).
@@ -71,50 +114,121 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> any
     rt.block_on(main_async(cli))
 }
 
+fn fmt_time(ms: Option<i64>) -> String {
+    match ms {
+        None => "never".into(),
+        Some(ms) => {
+            let ago = (std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(ms)
+                - ms)
+                / 1000;
+            match ago {
+                a if a < 60 => format!("{a}s ago"),
+                a if a < 3600 => format!("{}m ago", a / 60),
+                a if a < 86400 => format!("{}h ago", a / 3600),
+                a => format!("{}d ago", a / 86400),
+            }
+        }
+    }
+}
+
 async fn main_async(cli: Cli) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new("info,iroh=warn,noq=warn,noq_proto=warn")
+                tracing_subscriber::EnvFilter::new(
+                    "info,iroh=warn,noq=warn,noq_proto=warn,mdns_sd=warn",
+                )
             }),
         )
         .with_writer(std::io::stderr)
         .init();
     let home = cli.home.unwrap_or_else(default_home);
-    let allowlist = Allowlist::new(home.join("allowed_nodes"));
     let Some(command) = cli.command else {
         return run(home, cli.run).await;
     };
+    std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
+    let registry =
+        || DeviceRegistry::open(&home.join("hub.db")).context("opening the device registry");
     match command {
         Command::Id => {
             let key = hearth_net::load_or_create_secret_key(&home.join("secret.key"))?;
             println!("{}", key.public());
-            Ok(())
         }
-        Command::Allow { node_id, name } => {
-            allowlist
-                .allow(node_id, &name)
-                .with_context(|| format!("writing {}", allowlist.path().display()))?;
-            println!("allowed {node_id}");
-            Ok(())
+        Command::Ticket => {
+            let text = std::fs::read_to_string(home.join("hub.addr")).context(
+                "the hub has not run yet in this data directory: start `hearth-hub` first",
+            )?;
+            let addr: iroh::EndpointAddr =
+                serde_json::from_str(&text).context("reading hub.addr")?;
+            let secret = registry()?.issue_ticket()?;
+            let name = cli.run.name.clone();
+            let ticket = PairTicket { addr, name, secret };
+            println!("{}", ticket.encode_string());
+            eprintln!(
+                "On the device: hearth pair --ticket <ticket above>   (valid 24 hours, single use)"
+            );
         }
-        Command::Disallow { node_id } => {
-            if allowlist.disallow(&node_id)? {
-                println!("removed {node_id}");
-            } else {
-                println!("{node_id} was not allowed");
+        Command::Devices(cmd) => {
+            let reg = registry()?;
+            match cmd {
+                DevicesCommand::List => {
+                    for d in reg.list()? {
+                        let state = if d.revoked_at.is_some() {
+                            "revoked"
+                        } else {
+                            "paired"
+                        };
+                        println!(
+                            "{}\t{}\t{}\tpaired {}\tlast seen {}\tscope {}",
+                            d.node_id,
+                            d.name,
+                            state,
+                            fmt_time(Some(d.paired_at)),
+                            fmt_time(d.last_seen),
+                            d.scope.as_deref().unwrap_or("all")
+                        );
+                    }
+                }
+                DevicesCommand::Pending => {
+                    for p in reg.pending()? {
+                        println!(
+                            "{}\t{}\t{}\tasked {}",
+                            p.code,
+                            p.device_name,
+                            p.node_id,
+                            fmt_time(Some(p.created_at))
+                        );
+                    }
+                }
+                DevicesCommand::Approve { code, name } => {
+                    let d = reg.approve(&code, name.as_deref(), None)?;
+                    println!("approved {} ({})", d.name, d.node_id);
+                }
+                DevicesCommand::Deny { code } => {
+                    reg.deny(&code)?;
+                    println!("denied {code}");
+                }
+                DevicesCommand::Rename { id, name } => {
+                    let d = reg.rename(&id, &name)?;
+                    println!("renamed {} to {}", d.node_id, d.name);
+                }
+                DevicesCommand::Revoke { id } => {
+                    let d = reg.revoke(&id)?;
+                    println!("revoked {} ({})", d.name, d.node_id);
+                }
+                DevicesCommand::Add { node_id, name } => {
+                    let d = reg.add(&node_id, &name, None)?;
+                    println!("added {} ({})", d.name, d.node_id);
+                }
             }
-            Ok(())
-        }
-        Command::Allowed => {
-            for (id, name) in allowlist.entries()? {
-                println!("{id} {name}");
-            }
-            Ok(())
         }
     }
+    Ok(())
 }
 
 async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
@@ -125,6 +239,11 @@ async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("--http {addr:?} is not an address or `off`"))?,
         ),
     };
+    let mdns = match args.mdns.as_str() {
+        "on" | "true" | "1" => true,
+        "off" | "false" | "0" => false,
+        other => bail!("--mdns {other:?}: use on or off"),
+    };
     let settings = HubSettings {
         home,
         net: NetSettings {
@@ -132,6 +251,9 @@ async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
             relay: args.relay,
         },
         http,
+        mdns,
+        name: args.name,
+        pair_require_ticket: args.pair_require_ticket,
     };
     let hub = crate::launch(settings).await.context("starting the hub")?;
     let addrs: Vec<String> = hub.sync_addrs.iter().map(ToString::to_string).collect();
@@ -149,22 +271,17 @@ async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
 }
 
 async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {},
-            _ = term.recv() => {},
+        if let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {},
+                _ = term.recv() => {},
+            }
+            return;
         }
     }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+    let _ = tokio::signal::ctrl_c().await;
 }

@@ -5,22 +5,31 @@
 //! scheduler arrive in later issues.
 //!
 //! - [`settings`]: the one place configuration is read (flags and `HEARTH_*` variables);
-//! - [`access`]: the device allowlist and the handshake hook that enforces it;
-//! - [`sync_service`]: the `hearth/sync/1` protocol handler;
+//! - [`devices`]: paired devices, pairing requests and tickets (`hub.db`);
+//! - [`access`]: the handshake hook that refuses unpaired and revoked keys, and the
+//!   tracker that cuts revoked devices off;
+//! - [`pair_service`]: the `hearth/pair/1` handler (device codes);
+//! - [`sync_service`]: the `hearth/sync/1` handler;
+//! - [`http`]: the hub-only HTTP routes (devices), merged with `hearth_ui::router`;
 //! - [`launch`]: starts everything and shuts it down in order;
 //! - [`cli`]: the `hearth-hub` command line.
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
-//! that is not allowlisted gets past the TLS handshake hook.
+//! that is not a paired, unrevoked device gets past the TLS handshake hook.
 
 pub mod access;
 pub mod cli;
+pub mod devices;
+pub mod http;
+pub mod pair_service;
 pub mod settings;
 pub mod sync_service;
 
 use std::{future::Future, net::SocketAddr};
 
-use hearth_protocol::ALPN_SYNC;
+use std::sync::Arc;
+
+use hearth_protocol::{ALPN_PAIR, ALPN_SYNC};
 use hearth_sync::DocumentStore;
 use iroh::protocol::Router;
 
@@ -41,6 +50,9 @@ pub enum HubError {
     /// The store failed to open.
     #[error(transparent)]
     Store(#[from] hearth_sync::StoreError),
+    /// The device registry failed.
+    #[error(transparent)]
+    Devices(#[from] devices::DeviceError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -71,9 +83,13 @@ pub struct Hub {
         tokio::sync::oneshot::Sender<()>,
         tokio::task::JoinHandle<()>,
     )>,
+    advertiser: Option<hearth_net::discovery::Advertiser>,
+    stop_watch: tokio::sync::watch::Sender<bool>,
+    revocations: tokio::task::JoinHandle<()>,
 }
 
-/// Starts the hub: store, iroh endpoint with the allowlist hook, sync handler, HTTP API.
+/// Starts the hub: store, device registry, iroh endpoint with the access hook, sync and
+/// pair handlers, revocation watcher, mDNS advertiser, HTTP API.
 pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     std::fs::create_dir_all(&settings.home).map_err(|source| HubError::Home {
         path: settings.home.clone(),
@@ -83,19 +99,60 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     // `hearth` CLI commands run against the hub's store too; replicate their edits.
     store.watch_external_writes()?;
     let secret = hearth_net::load_or_create_secret_key(&settings.home.join("secret.key"))?;
-    let allowlist = access::Allowlist::new(settings.home.join("allowed_nodes"));
+    let registry = Arc::new(devices::DeviceRegistry::open(
+        &settings.home.join("hub.db"),
+    )?);
+    let tracker = Arc::new(access::ConnectionTracker::default());
     let endpoint = hearth_net::bind_endpoint(
         secret,
         &settings.net,
-        vec![ALPN_SYNC.to_vec()],
-        Some(access::AccessHook::new(allowlist)),
+        vec![ALPN_SYNC.to_vec(), ALPN_PAIR.to_vec()],
+        Some(access::AccessHook::new(registry.clone())),
     )
     .await?;
     let id = endpoint.id();
     let sync_addrs = endpoint.bound_sockets();
+    // `hearth-hub ticket` reads where the hub listens from here.
+    let addr_file = settings.home.join("hub.addr");
+    if let Err(e) = std::fs::write(
+        &addr_file,
+        serde_json::to_string(&endpoint.addr()).unwrap_or_default(),
+    ) {
+        tracing::warn!(error = %e, path = %addr_file.display(), "cannot record the hub's address");
+    }
     let router = Router::builder(endpoint)
-        .accept(ALPN_SYNC, sync_service::SyncService::new(store.clone()))
+        .accept(
+            ALPN_SYNC,
+            sync_service::SyncService::new(store.clone(), tracker.clone(), registry.clone()),
+        )
+        .accept(
+            ALPN_PAIR,
+            pair_service::PairService::new(
+                registry.clone(),
+                settings.name.clone(),
+                settings.pair_require_ticket,
+            ),
+        )
         .spawn();
+    let (stop_watch, stop_rx) = tokio::sync::watch::channel(false);
+    let revocations = tokio::spawn(access::watch_revocations(
+        registry.clone(),
+        tracker.clone(),
+        stop_rx,
+    ));
+    // mDNS is optional: a failure is logged and the hub carries on.
+    let advertiser = match (settings.mdns, sync_addrs.iter().find(|a| a.is_ipv4())) {
+        (true, Some(addr)) => {
+            match hearth_net::discovery::Advertiser::start(id, &settings.name, addr.port()) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    tracing::warn!(error = %e, "mDNS advertising failed; devices can still pair with a ticket");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
 
     let mut http = None;
     let mut http_addr = None;
@@ -104,7 +161,8 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
             .await
             .map_err(|source| HubError::Http { addr, source })?;
         http_addr = listener.local_addr().ok();
-        let app = hearth_ui::router(store.clone());
+        let app =
+            hearth_ui::router(store.clone()).merge(http::router(registry.clone(), tracker.clone()));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)
@@ -126,6 +184,9 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         store,
         router,
         http,
+        advertiser,
+        stop_watch,
+        revocations,
     })
 }
 
@@ -144,6 +205,9 @@ impl Hub {
 
     /// Shuts down in order.
     pub async fn shutdown(self) {
+        drop(self.advertiser);
+        let _ = self.stop_watch.send(true);
+        let _ = self.revocations.await;
         if let Some((tx, task)) = self.http {
             let _ = tx.send(());
             let _ = task.await;

@@ -16,6 +16,12 @@ pub struct HubSettings {
     pub net: NetSettings,
     /// HTTP API address; `None` disables it.
     pub http: Option<SocketAddr>,
+    /// Advertise the hub on the LAN over mDNS.
+    pub mdns: bool,
+    /// Display name shown to devices.
+    pub name: String,
+    /// Accept pairing requests only with a pair ticket's secret.
+    pub pair_require_ticket: bool,
 }
 
 /// The default data directory: `$HEARTH_HOME`, else `~/.hearth`.

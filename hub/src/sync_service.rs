@@ -1,7 +1,8 @@
 //! The `hearth/sync/1` protocol handler: one replication session per connection.
 //!
 //! Sessions end when their peer leaves, when a frame is bad (logged, other sessions
-//! carry on), or when the router shuts down (the `shutdown` signal below).
+//! carry on), when the device is revoked (its connection is closed under it), or when
+//! the router shuts down (the `shutdown` signal below).
 
 use std::sync::Arc;
 
@@ -12,18 +13,28 @@ use iroh::{
 };
 use tokio::sync::watch;
 
+use crate::{access::ConnectionTracker, devices::DeviceRegistry};
+
 /// Serves replication sessions from the hub's store.
 #[derive(Debug, Clone)]
 pub struct SyncService {
     store: DocumentStore,
+    tracker: Arc<ConnectionTracker>,
+    registry: Arc<DeviceRegistry>,
     stop: Arc<watch::Sender<bool>>,
 }
 
 impl SyncService {
     /// A service over `store`.
-    pub fn new(store: DocumentStore) -> Self {
+    pub fn new(
+        store: DocumentStore,
+        tracker: Arc<ConnectionTracker>,
+        registry: Arc<DeviceRegistry>,
+    ) -> Self {
         Self {
             store,
+            tracker,
+            registry,
             stop: Arc::new(watch::channel(false).0),
         }
     }
@@ -32,6 +43,7 @@ impl SyncService {
 impl ProtocolHandler for SyncService {
     async fn accept(&self, conn: Connection) -> Result<(), AcceptError> {
         let peer = conn.remote_id();
+        self.tracker.add(&conn);
         let mut stop = self.stop.subscribe();
         tracing::info!(%peer, "sync session started");
         let stats = Arc::new(SessionStats::default());
@@ -42,6 +54,9 @@ impl ProtocolHandler for SyncService {
             Ok(()) => tracing::info!(%peer, "sync session ended"),
             Err(e) => tracing::warn!(%peer, error = %e, "sync session ended with an error"),
         }
+        self.tracker.remove(&conn);
+        let registry = self.registry.clone();
+        let _ = tokio::task::spawn_blocking(move || registry.touch(&peer)).await;
         conn.close(0u32.into(), b"session over");
         Ok(())
     }

@@ -33,7 +33,7 @@ pub enum NodeError {
         reason: String,
     },
     /// No hub is configured yet.
-    #[error("no hub configured: run `hearth run --hub <hub-id> --hub-addr <ip:port>` once")]
+    #[error("no hub configured: run `hearth pair` first (or `hearth run --hub <hub-id> --hub-addr <ip:port>`)")]
     NoHub,
 }
 

@@ -2,15 +2,17 @@
 //!
 //! - [`config`]: the node's settings and the hub it follows (`node.json`), the one place
 //!   configuration is read;
+//! - [`pair`]: the pairing client (device codes);
 //! - [`sync_loop`]: keeps a replication session with the pinned hub open, reconnecting
 //!   with backoff, and reports milestones;
 //! - [`cli`]: the `hearth` command line, one file per subcommand group.
 //!
-//! Architecture Invariant: the node only ever dials the hub it was configured with (its
+//! Architecture Invariant: the node only ever syncs with the hub it pinned at pairing (its
 //! id is authenticated by the QUIC handshake) and accepts no incoming connections.
 
 pub mod cli;
 pub mod config;
+pub mod pair;
 pub mod sync_loop;
 
 pub use config::{HubAddr, NodeConfig, NodeError};

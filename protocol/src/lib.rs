@@ -12,9 +12,11 @@
 
 mod frame;
 mod messages;
+mod pair;
 
 pub use frame::{decode_frame, encode_frame, frame_len, FrameError, FRAME_HEADER_LEN, MAX_FRAME};
 pub use messages::{Digest, DocEntry, DocId, DocIndex, DocSnapshot, Hash, SyncMessage};
+pub use pair::{PairRequest, PairResponse};
 
 /// Version byte carried in every frame; peers refuse frames of another version.
 pub const PROTOCOL_VERSION: u8 = 1;

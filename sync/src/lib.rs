@@ -22,6 +22,6 @@ pub use entity::{
     Record, Skill, SkillPatch, Task, TaskPatch, TaskStatus, TextEdit,
 };
 pub use error::{SessionError, StoreError};
-pub use session::{run_session, SessionConfig, SessionEvent, SessionStats};
+pub use session::{read_frame, run_session, SessionConfig, SessionEvent, SessionStats};
 
 pub use store::{DocChange, DocumentStore, Filter, Origin, Page, PeerTag, SearchHit, Summary};

@@ -92,11 +92,12 @@ pub enum SessionEvent {
     },
 }
 
-/// Reads one frame; `Ok(None)` at a clean end of stream between frames.
-async fn read_frame<R: AsyncRead + Unpin>(
+/// Reads one frame of any message type; `Ok(None)` at a clean end of stream between
+/// frames. Oversized frames are refused from their header, before the body is read.
+pub async fn read_frame<T: serde::de::DeserializeOwned, R: AsyncRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
-) -> Result<Option<SyncMessage>, SessionError> {
+) -> Result<Option<T>, SessionError> {
     buf.clear();
     buf.resize(FRAME_HEADER_LEN, 0);
     let mut got = 0;
@@ -124,7 +125,7 @@ async fn read_frame<R: AsyncRead + Unpin>(
         }
         got += n;
     }
-    match decode_frame::<SyncMessage>(buf)? {
+    match decode_frame::<T>(buf)? {
         Some((msg, _)) => Ok(Some(msg)),
         None => Err(SessionError::Truncated {
             got: buf.len(),
@@ -341,7 +342,7 @@ where
     let reader_task = tokio::spawn(async move {
         let mut buf = Vec::new();
         loop {
-            let item = read_frame(&mut reader, &mut buf).await;
+            let item = read_frame::<SyncMessage, _>(&mut reader, &mut buf).await;
             let stop = !matches!(item, Ok(Some(_)));
             let item = match item {
                 Ok(Some(msg)) => {

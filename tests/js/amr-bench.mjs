@@ -2,7 +2,24 @@
 // automerge-repo baseline benchmark (orchestrator).
 //
 //   node tests/js/amr-bench.mjs --docs N --workdir DIR
-//        [--timeout-s 900] [--concurrency C] [--restart-server-before-reconnect]
+//        [--timeout-s 900] [--concurrency 128] [--keepalive-ms 30000]
+//        [--restart-server-before-reconnect]
+//
+// --concurrency: how many repo.find() calls the client keeps outstanding
+//   (0 = unbounded, i.e. Promise.all over every URL). Unbounded does not work
+//   at 10,000 docs here: every handle starts its 60 s request timeout at once
+//   and the ones at the back of the queue are declared unavailable before the
+//   server gets to them. 128 was as fast as unbounded at 1,000 docs.
+// --keepalive-ms: keepAliveInterval of the server's WebSocketServerAdapter.
+//   The adapter's default is 5000: it pings every 5 s and terminates a socket
+//   that has not answered the previous ping. With thousands of docs on two
+//   cores the client's or server's event loop stalls for more than that, the
+//   connection is cut, automerge-repo marks every doc still being requested as
+//   unavailable and re-syncs every open doc after reconnecting, which stalls
+//   the loop again (a cascade that never finished 10,000 docs in 15 min here).
+//   30 s only changes how fast a dead peer is detected, not what is synced;
+//   pass 5000 for the stock behaviour. Drops are reported as
+//   amr_*_disconnects either way.
 //
 // DIR should be a fresh directory (it is created if missing); the benchmark
 // uses DIR/server (server storage), DIR/client (client storage) and
@@ -55,12 +72,12 @@ const sleep = ms => new Promise(r => setTimeout(r, ms))
 function usage(msg) {
   if (msg) console.error(`amr-bench: ${msg}`)
   console.error(
-    "usage: node amr-bench.mjs --docs N --workdir DIR [--timeout-s 900] [--concurrency C] [--restart-server-before-reconnect]",
+    "usage: node amr-bench.mjs --docs N --workdir DIR [--timeout-s 900] [--concurrency 128] [--keepalive-ms 30000] [--restart-server-before-reconnect]",
   )
   process.exit(2)
 }
 function parseArgs(argv) {
-  const o = { timeoutS: 900, concurrency: 0, restartServer: false }
+  const o = { timeoutS: 900, concurrency: 128, keepaliveMs: 30000, restartServer: false }
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]
     const val = () => {
@@ -72,6 +89,7 @@ function parseArgs(argv) {
       case "--workdir": o.workdir = val(); break
       case "--timeout-s": o.timeoutS = Number(val()); break
       case "--concurrency": o.concurrency = Number(val()); break
+      case "--keepalive-ms": o.keepaliveMs = Number(val()); break
       case "--restart-server-before-reconnect": o.restartServer = true; break
       case "-h": case "--help": usage()
       default: usage(`unknown argument ${k}`)
@@ -81,6 +99,7 @@ function parseArgs(argv) {
   if (!o.workdir) usage("--workdir is required")
   if (!(o.timeoutS > 0)) usage("--timeout-s must be positive")
   if (!Number.isInteger(o.concurrency) || o.concurrency < 0) usage("--concurrency must be >= 0")
+  if (!Number.isInteger(o.keepaliveMs) || o.keepaliveMs < 1) usage("--keepalive-ms must be a positive integer")
   return o
 }
 
@@ -226,8 +245,8 @@ function result(name, value, unit) {
 const fmt = (x, digits) => Number(x.toFixed(digits)).toString()
 const mb = bytes => fmt(bytes / (1024 * 1024), 1)
 
-async function startServer(serverDir) {
-  const srv = startNode("amr-server", SERVER_JS, ["serve", "--storage", serverDir])
+async function startServer(serverDir, keepaliveMs) {
+  const srv = startNode("amr-server", SERVER_JS, ["serve", "--storage", serverDir, "--keepalive-ms", String(keepaliveMs)])
   const listening = await srv.waitEvent("listening")
   log(`server listening on 127.0.0.1:${listening.port} (storage id ${listening.storage_id})`)
   return { srv, listening }
@@ -315,7 +334,7 @@ async function main() {
 
   // 2. server + 3. proxy
   const proxy = await startProxy()
-  let { srv, listening } = await startServer(paths.server)
+  let { srv, listening } = await startServer(paths.server, opts.keepaliveMs)
   proxy.setTarget(listening.port)
   log(`proxy on 127.0.0.1:${proxy.port} -> ${listening.port}`)
 
@@ -338,7 +357,7 @@ async function main() {
   if (opts.restartServer) {
     log("restarting server before reconnect")
     serverStatsBefore = await stopServer(srv)
-    ;({ srv, listening } = await startServer(paths.server))
+    ;({ srv, listening } = await startServer(paths.server, opts.keepaliveMs))
     proxy.setTarget(listening.port)
   }
   log("phase 2: unchanged reconnect")

@@ -5,7 +5,7 @@
 //       Creates N note documents in a Repo backed by NodeFSStorageAdapter(DIR),
 //       flushes them to disk, writes their URLs (one per line) to FILE, prints
 //       one JSON line {"event":"seeded",...} on stdout and exits.
-//   node amr-server.mjs serve --storage DIR
+//   node amr-server.mjs serve --storage DIR [--keepalive-ms MS]
 //       Runs a sync server the way automerge-repo-sync-server does: a Repo with
 //       NodeFSStorageAdapter + WebSocketServerAdapter (alias NodeWSServerAdapter)
 //       and `sharePolicy: async () => false` ("since this is a server, we don't
@@ -121,6 +121,10 @@ async function seed(opts) {
 
 async function serve(opts) {
   if (!opts.storage) throw new Error("serve needs --storage")
+  // WebSocketServerAdapter pings every keepAliveInterval ms (default 5000) and
+  // terminates a socket that has not answered the previous ping by then.
+  const keepAliveMs = opts["keepalive-ms"] !== undefined ? Number(opts["keepalive-ms"]) : 5000
+  if (!(keepAliveMs > 0)) throw new Error("--keepalive-ms must be positive")
   fs.mkdirSync(opts.storage, { recursive: true })
   const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 })
   await new Promise((resolve, reject) => {
@@ -128,7 +132,7 @@ async function serve(opts) {
     wss.once("error", reject)
   })
   const repo = new Repo({
-    network: [new WebSocketServerAdapter(wss)],
+    network: [new WebSocketServerAdapter(wss, keepAliveMs)],
     storage: new NodeFSStorageAdapter(opts.storage),
     peerId: "amr-bench-sync-server",
     // As in automerge-repo-sync-server: a server does not announce documents,
@@ -186,7 +190,7 @@ async function serve(opts) {
   rl.on("close", () => void shutdown(0))
 
   const port = wss.address().port
-  log(`listening on 127.0.0.1:${port}, storage ${path.resolve(opts.storage)}`)
+  log(`listening on 127.0.0.1:${port}, storage ${path.resolve(opts.storage)}, keepalive ${keepAliveMs} ms`)
   emit({ event: "listening", port, storage_id: storageId, peer_id: repo.peerId })
 }
 

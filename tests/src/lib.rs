@@ -93,6 +93,9 @@ pub struct Proc {
 impl Proc {
     /// Spawns `cmd`, capturing stdout lines and sending stderr to `stderr`.
     pub fn spawn(name: &str, mut cmd: Command, stderr: PathBuf) -> anyhow::Result<Self> {
+        if let Some(dir) = stderr.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
         let err = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -293,11 +296,19 @@ impl NodeHome {
     }
 }
 
-/// Allows `node` on the hub whose data directory is `hub_home`.
+/// Pairs `node` with the hub whose data directory is `hub_home` directly by id (the
+/// owner's shortcut; pairing by code is tested on its own).
 pub fn allow(bins: &Binaries, hub_home: &Path, node_id: &str) -> anyhow::Result<()> {
     let mut c = bins.hub(hub_home);
-    c.args(["allow", node_id]);
+    c.args(["devices", "add", node_id, "--name", "test-node"]);
     run_ok(c).map(|_| ())
+}
+
+/// Runs one `hearth-hub …` command on `hub_home` and returns its stdout.
+pub fn hub_cli(bins: &Binaries, hub_home: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let mut c = bins.hub(hub_home);
+    c.args(args);
+    run_ok(c)
 }
 
 /// Polls `f` until it returns `Ok(true)` or `timeout` passes.
@@ -316,4 +327,33 @@ pub fn eventually(
         std::thread::sleep(Duration::from_millis(25));
     }
     bail!("condition not met within {timeout:?}; last error: {last:?}")
+}
+
+/// One HTTP/1.1 request on loopback; returns (status, body). Enough for JSON APIs.
+pub fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> anyhow::Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr)?;
+    let body = body.unwrap_or("");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut out = String::new();
+    s.read_to_string(&mut out)?;
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| anyhow!("no status in {out:?}"))?;
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
 }

@@ -4,6 +4,7 @@
 //! A binary edge: `anyhow` is allowed here and nowhere else in the crate.
 
 pub(crate) mod note;
+pub(crate) mod pair;
 pub(crate) mod run;
 pub(crate) mod task;
 
@@ -51,6 +52,14 @@ struct Cli {
 enum Command {
     /// Print this node's id (give it to `hearth-hub allow`).
     Id,
+    /// Find the hub (LAN or ticket) and pair this device with a code.
+    Pair(pair::PairArgs),
+    /// List the hubs that answer on this network.
+    Discover {
+        /// Seconds to listen.
+        #[arg(long, default_value_t = 3)]
+        secs: u64,
+    },
     /// Keep the replica in sync with the hub until interrupted.
     Run(run::RunArgs),
     /// Notes in the local replica.
@@ -80,6 +89,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> any
             println!("{}", key.public());
             Ok(())
         }
+        Command::Pair(args) => runtime()?.block_on(pair::pair_cmd(&home, args)),
+        Command::Discover { secs } => runtime()?.block_on(pair::discover_cmd(secs)),
         Command::Run(args) => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -90,4 +101,11 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> any
         Command::Note(cmd) => note::run(&open_store(&home)?, cmd),
         Command::Task(cmd) => task::run(&open_store(&home)?, cmd),
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting tokio")
 }

@@ -1,0 +1,762 @@
+//! [`DeviceRegistry`]: paired devices, pending pairing requests and pair tickets, in the
+//! hub-only database `hub.db`.
+//!
+//! The one API for every path that touches devices: the pairing handler, the handshake
+//! hook, the `hearth-hub devices …` commands (which may run while the hub runs: SQLite
+//! serialises them) and the HTTP API. Codes are 8 characters from an alphabet without
+//! vowels or look-alikes, live 15 minutes, are single use; requests and wrong approvals
+//! are rate limited. This module never does network I/O.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Mutex, MutexGuard},
+    time::Duration,
+};
+
+use iroh::EndpointId;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+/// RFC 8628's suggested user-code alphabet: consonants only, no look-alikes.
+const ALPHABET: &[u8; 20] = b"BCDFGHJKLMNPQRSTVWXZ";
+/// How long a code may wait for the owner.
+pub const CODE_LIFETIME: Duration = Duration::from_secs(15 * 60);
+/// How long a pair ticket stays valid.
+pub const TICKET_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+const WINDOW_MS: i64 = 10 * 60 * 1000;
+const MAX_REQUESTS_PER_PEER: i64 = 5;
+const MAX_REQUESTS_OVERALL: i64 = 60;
+const WRONG_CODE_WINDOW_MS: i64 = 60 * 1000;
+const MAX_WRONG_CODES: i64 = 10;
+
+/// Why a device operation failed. Every variant's text is meant for the user.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// The database failed.
+    #[error("device database: {0}")]
+    Db(#[from] rusqlite::Error),
+    /// No pending request has this code (says nothing about which codes exist).
+    #[error("no pairing request has code {0}: check the code shown on the device")]
+    WrongCode(String),
+    /// The code expired.
+    #[error("code {0} expired (codes last 15 minutes): run `hearth pair` on the device again")]
+    Expired(String),
+    /// The code was already used.
+    #[error("code {0} was already used")]
+    Used(String),
+    /// The code was denied.
+    #[error("code {0} was denied")]
+    Denied(String),
+    /// Too many attempts.
+    #[error("too many attempts: try again in {retry_after_secs} s")]
+    Throttled {
+        /// Seconds to wait.
+        retry_after_secs: u32,
+    },
+    /// The pair ticket is unknown, expired or used.
+    #[error(
+        "this pair ticket is expired or already used: print a new one with `hearth-hub ticket`"
+    )]
+    BadTicket,
+    /// The hub requires a ticket to pair.
+    #[error("this hub pairs only through a ticket: ask its owner for `hearth-hub ticket`")]
+    TicketRequired,
+    /// No such device.
+    #[error("no device {0}")]
+    NoDevice(String),
+    /// Bad input.
+    #[error("{0}")]
+    Invalid(String),
+    /// The system's randomness failed.
+    #[error("no randomness: {0}")]
+    Random(String),
+}
+
+/// A paired device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Device {
+    /// Its node id.
+    pub node_id: String,
+    /// Display name.
+    pub name: String,
+    /// Project subtree it may replicate, if scoped.
+    pub scope: Option<String>,
+    /// When it was paired, ms.
+    pub paired_at: i64,
+    /// When it last connected or disconnected, ms.
+    pub last_seen: Option<i64>,
+    /// When it was revoked, ms.
+    pub revoked_at: Option<i64>,
+}
+
+/// A pairing request waiting for the owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingRequest {
+    /// The user code.
+    pub code: String,
+    /// The requesting node.
+    pub node_id: String,
+    /// The name it gave.
+    pub device_name: String,
+    /// When it asked, ms.
+    pub created_at: i64,
+    /// When the code expires, ms.
+    pub expires_at: i64,
+}
+
+/// The state of a pairing request, as its node's poll sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PollState {
+    /// Waiting for the owner.
+    Pending,
+    /// Approved, with the scope.
+    Approved(Option<String>),
+    /// Denied.
+    Denied,
+    /// Expired.
+    Expired,
+}
+
+/// A row of `pair_requests` as a decision reads it.
+struct RequestRow {
+    node_id: String,
+    device_name: String,
+    state: String,
+    expires_at: i64,
+    ticket: Option<Vec<u8>>,
+}
+
+/// The device registry on `hub.db`.
+#[derive(Debug)]
+pub struct DeviceRegistry {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Normalises what a person typed: case, spaces and hyphens do not matter.
+pub fn normalize_code(input: &str) -> String {
+    input
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_uppercase())
+        .collect()
+}
+
+fn format_code(raw: &str) -> String {
+    if raw.len() == 8 {
+        format!("{}-{}", &raw[..4], &raw[4..])
+    } else {
+        raw.to_string()
+    }
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N], DeviceError> {
+    let mut b = [0u8; N];
+    getrandom::fill(&mut b).map_err(|e| DeviceError::Random(e.to_string()))?;
+    Ok(b)
+}
+
+fn new_code() -> Result<String, DeviceError> {
+    // Rejection sampling keeps every letter equally likely.
+    let mut out = String::with_capacity(8);
+    while out.len() < 8 {
+        for b in random_bytes::<16>()? {
+            if b < 240 && out.len() < 8 {
+                out.push(ALPHABET[(b % 20) as usize] as char);
+            }
+        }
+    }
+    Ok(out)
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS devices (
+    node_id TEXT PRIMARY KEY NOT NULL,
+    name TEXT NOT NULL,
+    scope TEXT,
+    paired_at INTEGER NOT NULL,
+    last_seen INTEGER,
+    revoked_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS pair_requests (
+    code TEXT PRIMARY KEY NOT NULL,
+    node_id TEXT NOT NULL,
+    device_name TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    scope TEXT,
+    ticket BLOB
+);
+CREATE INDEX IF NOT EXISTS pair_requests_node ON pair_requests(node_id, created_at);
+CREATE TABLE IF NOT EXISTS tickets (
+    secret BLOB PRIMARY KEY NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS approve_attempts (
+    at INTEGER NOT NULL,
+    ok INTEGER NOT NULL
+);
+";
+
+fn device_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Device> {
+    Ok(Device {
+        node_id: r.get(0)?,
+        name: r.get(1)?,
+        scope: r.get(2)?,
+        paired_at: r.get(3)?,
+        last_seen: r.get(4)?,
+        revoked_at: r.get(5)?,
+    })
+}
+
+impl DeviceRegistry {
+    /// Opens (creating) the registry at `path`.
+    pub fn open(path: &Path) -> Result<Self, DeviceError> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `node` is paired and not revoked.
+    pub fn is_allowed(&self, node: &EndpointId) -> Result<bool, DeviceError> {
+        let conn = self.lock();
+        let ok: Option<i64> = conn
+            .query_row(
+                "SELECT 1 FROM devices WHERE node_id = ?1 AND revoked_at IS NULL",
+                [node.to_string()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(ok.is_some())
+    }
+
+    /// Whether `node` was paired once and has been revoked.
+    pub fn is_revoked(&self, node: &EndpointId) -> Result<bool, DeviceError> {
+        let conn = self.lock();
+        let r: Option<i64> = conn
+            .query_row(
+                "SELECT 1 FROM devices WHERE node_id = ?1 AND revoked_at IS NOT NULL",
+                [node.to_string()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(r.is_some())
+    }
+
+    /// The scope of an allowed device (`None`: everything).
+    pub fn scope_of(&self, node: &EndpointId) -> Result<Option<String>, DeviceError> {
+        let conn = self.lock();
+        Ok(conn
+            .query_row(
+                "SELECT scope FROM devices WHERE node_id = ?1 AND revoked_at IS NULL",
+                [node.to_string()],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    /// Records that `node` was seen now.
+    pub fn touch(&self, node: &EndpointId) -> Result<(), DeviceError> {
+        let conn = self.lock();
+        conn.execute(
+            "UPDATE devices SET last_seen = ?2 WHERE node_id = ?1",
+            params![node.to_string(), now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Issues a pair ticket secret.
+    pub fn issue_ticket(&self) -> Result<[u8; 16], DeviceError> {
+        let secret = random_bytes::<16>()?;
+        let now = now_ms();
+        let conn = self.lock();
+        conn.execute(
+            "INSERT INTO tickets (secret, created_at, expires_at) VALUES (?1, ?2, ?3)",
+            params![&secret[..], now, now + TICKET_LIFETIME.as_millis() as i64],
+        )?;
+        Ok(secret)
+    }
+
+    /// Opens a pairing request for `node`, or returns its pending one; rate limited per
+    /// node and overall.
+    pub fn start_pair(
+        &self,
+        node: &EndpointId,
+        device_name: &str,
+        ticket: Option<[u8; 16]>,
+        require_ticket: bool,
+    ) -> Result<PendingRequest, DeviceError> {
+        let name = device_name.trim();
+        if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
+            return Err(DeviceError::Invalid(
+                "device name must be 1-64 printable characters".into(),
+            ));
+        }
+        let now = now_ms();
+        let mut conn = self.lock();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        match ticket {
+            Some(secret) => {
+                let valid: Option<i64> = tx
+                    .query_row(
+                        "SELECT 1 FROM tickets WHERE secret = ?1 AND used_at IS NULL AND expires_at > ?2",
+                        params![&secret[..], now],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                if valid.is_none() {
+                    return Err(DeviceError::BadTicket);
+                }
+            }
+            None if require_ticket => return Err(DeviceError::TicketRequired),
+            None => {}
+        }
+        let pending = tx
+            .query_row(
+                "SELECT code, node_id, device_name, created_at, expires_at FROM pair_requests
+                 WHERE node_id = ?1 AND state = 'pending' AND expires_at > ?2",
+                params![node.to_string(), now],
+                |r| {
+                    Ok(PendingRequest {
+                        code: r.get(0)?,
+                        node_id: r.get(1)?,
+                        device_name: r.get(2)?,
+                        created_at: r.get(3)?,
+                        expires_at: r.get(4)?,
+                    })
+                },
+            )
+            .optional()?;
+        if let Some(p) = pending {
+            return Ok(p);
+        }
+        let since = now - WINDOW_MS;
+        let per_peer: i64 = tx.query_row(
+            "SELECT count(*) FROM pair_requests WHERE node_id = ?1 AND created_at > ?2",
+            params![node.to_string(), since],
+            |r| r.get(0),
+        )?;
+        let overall: i64 = tx.query_row(
+            "SELECT count(*) FROM pair_requests WHERE created_at > ?1",
+            [since],
+            |r| r.get(0),
+        )?;
+        if per_peer >= MAX_REQUESTS_PER_PEER || overall >= MAX_REQUESTS_OVERALL {
+            return Err(DeviceError::Throttled {
+                retry_after_secs: (WINDOW_MS / 1000) as u32,
+            });
+        }
+        let code = format_code(&new_code()?);
+        let expires_at = now + CODE_LIFETIME.as_millis() as i64;
+        tx.execute(
+            "INSERT INTO pair_requests (code, node_id, device_name, created_at, expires_at, state, ticket)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6)",
+            params![code, node.to_string(), name, now, expires_at, ticket.map(|t| t.to_vec())],
+        )?;
+        tx.commit()?;
+        Ok(PendingRequest {
+            code,
+            node_id: node.to_string(),
+            device_name: name.to_string(),
+            created_at: now,
+            expires_at,
+        })
+    }
+
+    /// What the owner decided about `node`'s request `code`.
+    pub fn poll(&self, node: &EndpointId, code: &str) -> Result<PollState, DeviceError> {
+        let conn = self.lock();
+        let row: Option<(String, i64, Option<String>)> = conn
+            .query_row(
+                "SELECT state, expires_at, scope FROM pair_requests WHERE code = ?1 AND node_id = ?2",
+                params![code, node.to_string()],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        Ok(match row {
+            Some((state, _, scope)) if state == "approved" => PollState::Approved(scope),
+            Some((state, _, _)) if state == "denied" => PollState::Denied,
+            Some((_, expires, _)) if expires <= now_ms() => PollState::Expired,
+            Some(_) => PollState::Pending,
+            None => PollState::Expired,
+        })
+    }
+
+    fn throttle_wrong(&self, conn: &Connection) -> Result<(), DeviceError> {
+        let since = now_ms() - WRONG_CODE_WINDOW_MS;
+        let wrong: i64 = conn.query_row(
+            "SELECT count(*) FROM approve_attempts WHERE ok = 0 AND at > ?1",
+            [since],
+            |r| r.get(0),
+        )?;
+        if wrong >= MAX_WRONG_CODES {
+            return Err(DeviceError::Throttled {
+                retry_after_secs: (WRONG_CODE_WINDOW_MS / 1000) as u32,
+            });
+        }
+        Ok(())
+    }
+
+    /// Approves the request with `code`: the device is paired at once.
+    pub fn approve(
+        &self,
+        code: &str,
+        name: Option<&str>,
+        scope: Option<&str>,
+    ) -> Result<Device, DeviceError> {
+        self.decide(code, true, name, scope)?
+            .ok_or_else(|| DeviceError::WrongCode(code.to_string()))
+    }
+
+    /// Denies the request with `code`.
+    pub fn deny(&self, code: &str) -> Result<(), DeviceError> {
+        self.decide(code, false, None, None).map(|_| ())
+    }
+
+    fn decide(
+        &self,
+        input: &str,
+        approve: bool,
+        name: Option<&str>,
+        scope: Option<&str>,
+    ) -> Result<Option<Device>, DeviceError> {
+        let raw = normalize_code(input);
+        let code = format_code(&raw);
+        let now = now_ms();
+        let mut conn = self.lock();
+        self.throttle_wrong(&conn)?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let row = tx
+            .query_row(
+                "SELECT node_id, device_name, state, expires_at, ticket FROM pair_requests WHERE code = ?1",
+                [&code],
+                |r| {
+                    Ok(RequestRow {
+                        node_id: r.get(0)?,
+                        device_name: r.get(1)?,
+                        state: r.get(2)?,
+                        expires_at: r.get(3)?,
+                        ticket: r.get(4)?,
+                    })
+                },
+            )
+            .optional()?;
+        let outcome = match &row {
+            None => Err(DeviceError::WrongCode(code.clone())),
+            Some(r) if r.state == "approved" || r.state == "used" => {
+                Err(DeviceError::Used(code.clone()))
+            }
+            Some(r) if r.state == "denied" => Err(DeviceError::Denied(code.clone())),
+            Some(r) if r.expires_at <= now => Err(DeviceError::Expired(code.clone())),
+            Some(_) => Ok(()),
+        };
+        tx.execute(
+            "INSERT INTO approve_attempts (at, ok) VALUES (?1, ?2)",
+            params![now, outcome.is_ok()],
+        )?;
+        tx.execute(
+            "DELETE FROM approve_attempts WHERE at < ?1",
+            [now - WINDOW_MS],
+        )?;
+        if let Err(e) = outcome {
+            // Record the failed attempt even though the decision fails.
+            tx.commit()?;
+            return Err(e);
+        }
+        let Some(RequestRow {
+            node_id,
+            device_name,
+            ticket,
+            ..
+        }) = row
+        else {
+            return Err(DeviceError::WrongCode(code));
+        };
+        if !approve {
+            tx.execute(
+                "UPDATE pair_requests SET state = 'denied' WHERE code = ?1",
+                [&code],
+            )?;
+            tx.commit()?;
+            return Ok(None);
+        }
+        let name = name.map(str::to_string).unwrap_or(device_name);
+        tx.execute(
+            "UPDATE pair_requests SET state = 'approved', scope = ?2 WHERE code = ?1",
+            params![code, scope],
+        )?;
+        if let Some(t) = ticket {
+            tx.execute(
+                "UPDATE tickets SET used_at = ?2 WHERE secret = ?1",
+                params![t, now],
+            )?;
+        }
+        tx.execute(
+            "INSERT INTO devices (node_id, name, scope, paired_at) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(node_id) DO UPDATE SET name = excluded.name, scope = excluded.scope,
+               paired_at = excluded.paired_at, revoked_at = NULL",
+            params![node_id, name, scope, now],
+        )?;
+        tx.commit()?;
+        drop(conn);
+        Ok(Some(self.get(&node_id)?))
+    }
+
+    /// Adds a device directly, without a code (an owner's shortcut on the hub itself).
+    pub fn add(
+        &self,
+        node: &EndpointId,
+        name: &str,
+        scope: Option<&str>,
+    ) -> Result<Device, DeviceError> {
+        {
+            let conn = self.lock();
+            conn.execute(
+                "INSERT INTO devices (node_id, name, scope, paired_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(node_id) DO UPDATE SET name = excluded.name, scope = excluded.scope, revoked_at = NULL",
+                params![node.to_string(), name, scope, now_ms()],
+            )?;
+        }
+        self.get(&node.to_string())
+    }
+
+    /// One device by id (or unique id prefix).
+    pub fn get(&self, id: &str) -> Result<Device, DeviceError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT node_id, name, scope, paired_at, last_seen, revoked_at FROM devices
+             WHERE node_id LIKE ?1 || '%' LIMIT 2",
+        )?;
+        let rows: Vec<Device> = stmt
+            .query_map([id.to_ascii_lowercase()], device_from_row)?
+            .collect::<Result<_, _>>()?;
+        match rows.as_slice() {
+            [one] if id.len() >= 4 => Ok(one.clone()),
+            [_, _] => Err(DeviceError::Invalid(format!(
+                "{id} matches several devices"
+            ))),
+            _ => Err(DeviceError::NoDevice(id.to_string())),
+        }
+    }
+
+    /// Every device, newest first.
+    pub fn list(&self) -> Result<Vec<Device>, DeviceError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT node_id, name, scope, paired_at, last_seen, revoked_at FROM devices ORDER BY paired_at DESC",
+        )?;
+        let rows = stmt
+            .query_map([], device_from_row)?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Pending requests, oldest first.
+    pub fn pending(&self) -> Result<Vec<PendingRequest>, DeviceError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT code, node_id, device_name, created_at, expires_at FROM pair_requests
+             WHERE state = 'pending' AND expires_at > ?1 ORDER BY created_at",
+        )?;
+        let rows = stmt
+            .query_map([now_ms()], |r| {
+                Ok(PendingRequest {
+                    code: r.get(0)?,
+                    node_id: r.get(1)?,
+                    device_name: r.get(2)?,
+                    created_at: r.get(3)?,
+                    expires_at: r.get(4)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Renames a device.
+    pub fn rename(&self, id: &str, name: &str) -> Result<Device, DeviceError> {
+        let d = self.get(id)?;
+        self.lock().execute(
+            "UPDATE devices SET name = ?2 WHERE node_id = ?1",
+            params![d.node_id, name],
+        )?;
+        self.get(&d.node_id)
+    }
+
+    /// Revokes a device: refused from now on (the hub also closes its connections).
+    pub fn revoke(&self, id: &str) -> Result<Device, DeviceError> {
+        let d = self.get(id)?;
+        self.lock().execute(
+            "UPDATE devices SET revoked_at = ?2 WHERE node_id = ?1 AND revoked_at IS NULL",
+            params![d.node_id, now_ms()],
+        )?;
+        self.get(&d.node_id)
+    }
+
+    /// Node ids revoked so far.
+    pub fn revoked(&self) -> Result<Vec<String>, DeviceError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare("SELECT node_id FROM devices WHERE revoked_at IS NOT NULL")?;
+        let rows = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iroh::SecretKey;
+
+    fn registry() -> (tempfile::TempDir, DeviceRegistry) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = DeviceRegistry::open(&dir.path().join("hub.db")).expect("open");
+        (dir, r)
+    }
+
+    #[test]
+    fn codes_look_right() {
+        for _ in 0..100 {
+            let c = new_code().expect("code");
+            assert_eq!(c.len(), 8);
+            assert!(c.bytes().all(|b| ALPHABET.contains(&b)), "{c}");
+        }
+        assert_eq!(normalize_code(" wdjb-mjht "), "WDJBMJHT");
+        assert_eq!(format_code("WDJBMJHT"), "WDJB-MJHT");
+    }
+
+    #[test]
+    fn approve_flow_and_distinct_refusals() {
+        let (_d, r) = registry();
+        let node = SecretKey::generate().public();
+        let req = r.start_pair(&node, "laptop", None, false).expect("start");
+        // Asking again returns the same pending code.
+        assert_eq!(
+            r.start_pair(&node, "laptop", None, false)
+                .expect("again")
+                .code,
+            req.code
+        );
+        assert_eq!(
+            r.poll(&node, &format_code(&normalize_code(&req.code)))
+                .expect("poll"),
+            PollState::Pending
+        );
+        assert!(!r.is_allowed(&node).expect("allowed?"));
+        let err = r.approve("BBBB-BBBB", None, None).expect_err("wrong");
+        assert!(matches!(err, DeviceError::WrongCode(_)), "{err}");
+        let d = r
+            .approve(&req.code.to_lowercase(), Some("Ada's laptop"), None)
+            .expect("approve");
+        assert_eq!(d.name, "Ada's laptop");
+        assert!(r.is_allowed(&node).expect("allowed?"));
+        assert_eq!(
+            r.poll(&node, &req.code).expect("poll"),
+            PollState::Approved(None)
+        );
+        let err = r.approve(&req.code, None, None).expect_err("reuse");
+        assert!(matches!(err, DeviceError::Used(_)), "{err}");
+
+        let other = SecretKey::generate().public();
+        let req2 = r.start_pair(&other, "phone", None, false).expect("start");
+        r.deny(&req2.code).expect("deny");
+        assert_eq!(r.poll(&other, &req2.code).expect("poll"), PollState::Denied);
+        let err = r.approve(&req2.code, None, None).expect_err("denied");
+        assert!(matches!(err, DeviceError::Denied(_)), "{err}");
+
+        r.revoke(&node.to_string()).expect("revoke");
+        assert!(!r.is_allowed(&node).expect("allowed?"));
+        assert!(r.is_revoked(&node).expect("revoked?"));
+    }
+
+    #[test]
+    fn expired_codes_and_tickets() {
+        let (_d, r) = registry();
+        let node = SecretKey::generate().public();
+        let req = r.start_pair(&node, "laptop", None, false).expect("start");
+        r.lock()
+            .execute("UPDATE pair_requests SET expires_at = 0", [])
+            .expect("age it");
+        let err = r.approve(&req.code, None, None).expect_err("expired");
+        assert!(matches!(err, DeviceError::Expired(_)), "{err}");
+        assert_eq!(r.poll(&node, &req.code).expect("poll"), PollState::Expired);
+
+        assert!(matches!(
+            r.start_pair(&node, "x", None, true),
+            Err(DeviceError::TicketRequired)
+        ));
+        assert!(matches!(
+            r.start_pair(&node, "x", Some([9; 16]), false),
+            Err(DeviceError::BadTicket)
+        ));
+        let secret = r.issue_ticket().expect("ticket");
+        let req = r
+            .start_pair(&node, "x", Some(secret), true)
+            .expect("with ticket");
+        r.approve(&req.code, None, None).expect("approve");
+        let again = SecretKey::generate().public();
+        assert!(
+            matches!(
+                r.start_pair(&again, "y", Some(secret), false),
+                Err(DeviceError::BadTicket)
+            ),
+            "single use"
+        );
+    }
+
+    #[test]
+    fn floods_are_throttled() {
+        let (_d, r) = registry();
+        for _ in 0..MAX_WRONG_CODES {
+            assert!(matches!(
+                r.approve("ZZZZ-ZZZZ", None, None),
+                Err(DeviceError::WrongCode(_))
+            ));
+        }
+        assert!(matches!(
+            r.approve("ZZZZ-ZZZZ", None, None),
+            Err(DeviceError::Throttled { .. })
+        ));
+        let node = SecretKey::generate().public();
+        for i in 0..MAX_REQUESTS_PER_PEER {
+            let req = r.start_pair(&node, "n", None, false).expect("start");
+            r.lock()
+                .execute(
+                    "UPDATE pair_requests SET state = 'denied' WHERE code = ?1",
+                    [&req.code],
+                )
+                .expect("close");
+            assert!(i < MAX_REQUESTS_PER_PEER);
+        }
+        assert!(matches!(
+            r.start_pair(&node, "n", None, false),
+            Err(DeviceError::Throttled { .. })
+        ));
+    }
+}
