@@ -35,17 +35,40 @@ pub fn multicall() -> Option<anyhow::Result<()>> {
 #[derive(Debug, Clone)]
 pub struct Binaries {
     exe: PathBuf,
+    netns: Option<String>,
 }
 
 impl Binaries {
     /// Uses `exe` (e.g. `env!("CARGO_BIN_EXE_hearth-testbin")`, or the bench itself).
     pub fn new(exe: impl Into<PathBuf>) -> Self {
-        Self { exe: exe.into() }
+        Self {
+            exe: exe.into(),
+            netns: None,
+        }
+    }
+
+    /// The same binaries, run inside network namespace `ns` (`ip netns exec`).
+    pub fn in_netns(&self, ns: &str) -> Self {
+        Self {
+            exe: self.exe.clone(),
+            netns: Some(ns.to_string()),
+        }
+    }
+
+    fn command(&self) -> Command {
+        match &self.netns {
+            None => Command::new(&self.exe),
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(&self.exe);
+                c
+            }
+        }
     }
 
     /// A `hearth-hub` command with `HEARTH_HOME` set and relays off.
     pub fn hub(&self, home: &Path) -> Command {
-        let mut c = Command::new(&self.exe);
+        let mut c = self.command();
         c.arg("hearth-hub")
             .env("HEARTH_HOME", home)
             .env("HEARTH_RELAY", "off");
@@ -54,7 +77,7 @@ impl Binaries {
 
     /// A `hearth` command with `HEARTH_HOME` set and relays off.
     pub fn node(&self, home: &Path) -> Command {
-        let mut c = Command::new(&self.exe);
+        let mut c = self.command();
         c.arg("hearth")
             .env("HEARTH_HOME", home)
             .env("HEARTH_RELAY", "off");

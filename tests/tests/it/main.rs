@@ -4,6 +4,7 @@
 mod access;
 mod bad_frames;
 mod crash;
+mod lan;
 mod pairing;
 mod replication;
 mod tidy;
