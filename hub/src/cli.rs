@@ -76,6 +76,9 @@ enum DevicesCommand {
         /// Name for the device (default: the name it asked with).
         #[arg(long)]
         name: Option<String>,
+        /// Let the device see only this project and its children (name or id).
+        #[arg(long)]
+        scope: Option<String>,
     },
     /// Deny a pairing request.
     Deny {
@@ -101,6 +104,9 @@ enum DevicesCommand {
         /// A name for it.
         #[arg(long, default_value = "device")]
         name: String,
+        /// Let the device see only this project and its children (name or id).
+        #[arg(long)]
+        scope: Option<String>,
     },
 }
 
@@ -205,8 +211,9 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
                         );
                     }
                 }
-                DevicesCommand::Approve { code, name } => {
-                    let d = reg.approve(&code, name.as_deref(), None)?;
+                DevicesCommand::Approve { code, name, scope } => {
+                    let scope = scope.map(|s| resolve_project(&home, &s)).transpose()?;
+                    let d = reg.approve(&code, name.as_deref(), scope.as_deref())?;
                     println!("approved {} ({})", d.name, d.node_id);
                 }
                 DevicesCommand::Deny { code } => {
@@ -221,14 +228,37 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
                     let d = reg.revoke(&id)?;
                     println!("revoked {} ({})", d.name, d.node_id);
                 }
-                DevicesCommand::Add { node_id, name } => {
-                    let d = reg.add(&node_id, &name, None)?;
+                DevicesCommand::Add {
+                    node_id,
+                    name,
+                    scope,
+                } => {
+                    let scope = scope.map(|s| resolve_project(&home, &s)).transpose()?;
+                    let d = reg.add(&node_id, &name, scope.as_deref())?;
                     println!("added {} ({})", d.name, d.node_id);
                 }
             }
         }
     }
     Ok(())
+}
+
+/// Finds a project by id, id prefix or name in the hub's documents; returns its id.
+fn resolve_project(home: &std::path::Path, what: &str) -> anyhow::Result<String> {
+    let store = hearth_sync::DocumentStore::open(home.join("hearth.db"))?;
+    if let Ok(id) = store.resolve_blocking(hearth_sync::Kind::Project, what) {
+        return Ok(id.to_string());
+    }
+    let page = store.list_blocking(&hearth_sync::Filter {
+        limit: 10_000,
+        ..hearth_sync::Filter::new(hearth_sync::Kind::Project)
+    })?;
+    let matches: Vec<_> = page.data.iter().filter(|p| p.title == what).collect();
+    match matches.as_slice() {
+        [one] => Ok(one.id.to_string()),
+        [] => bail!("no project named or with id {what:?}"),
+        _ => bail!("several projects are named {what:?}: give its id"),
+    }
 }
 
 async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {

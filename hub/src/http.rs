@@ -133,13 +133,16 @@ async fn approve(
     State(s): State<AppState>,
     Json(d): Json<Decision>,
 ) -> Result<Json<DeviceDto>, ApiError> {
-    if d.scope.is_some() {
-        return Err(ApiError(DeviceError::Invalid(
-            "project-scoped devices are not supported yet".into(),
-        )));
+    if let Some(scope) = &d.scope {
+        if scope.parse::<hearth_sync::DocId>().is_err() {
+            return Err(ApiError(DeviceError::Invalid(format!(
+                "scope {scope:?} is not a project id"
+            ))));
+        }
     }
     let reg = s.registry.clone();
-    let device = blocking(move || reg.approve(&d.code, d.name.as_deref(), None)).await?;
+    let device =
+        blocking(move || reg.approve(&d.code, d.name.as_deref(), d.scope.as_deref())).await?;
     Ok(Json(dto(device, &s.tracker)))
 }
 

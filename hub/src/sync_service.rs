@@ -6,14 +6,17 @@
 
 use std::sync::Arc;
 
-use hearth_sync::{DocumentStore, SessionStats};
+use hearth_sync::{DocumentStore, SessionConfig, SessionStats};
 use iroh::{
     endpoint::Connection,
     protocol::{AcceptError, ProtocolHandler},
 };
 use tokio::sync::watch;
 
-use crate::{access::ConnectionTracker, devices::DeviceRegistry};
+use crate::{
+    access::{ConnectionTracker, CLOSE_NOT_ALLOWED},
+    devices::DeviceRegistry,
+};
 
 /// Serves replication sessions from the hub's store.
 #[derive(Debug, Clone)]
@@ -50,7 +53,36 @@ impl ProtocolHandler for SyncService {
         let shutdown = async move {
             let _ = stop.wait_for(|s| *s).await;
         };
-        match hearth_net::accept_sync(self.store.clone(), &conn, stats.clone(), shutdown).await {
+        // A device paired for a project sees and writes that subtree only.
+        let registry = self.registry.clone();
+        let scope = match tokio::task::spawn_blocking(move || registry.scope_of(&peer)).await {
+            Ok(Ok(scope)) => scope,
+            _ => {
+                tracing::error!(%peer, "cannot read the device's scope; closing");
+                self.tracker.remove(&conn);
+                conn.close(
+                    CLOSE_NOT_ALLOWED.into(),
+                    b"the hub cannot check this device's scope",
+                );
+                return Ok(());
+            }
+        };
+        let scope = match scope.map(|s| s.parse::<hearth_sync::DocId>()).transpose() {
+            Ok(scope) => scope,
+            Err(e) => {
+                tracing::error!(%peer, error = %e, "device scope is not a project id; closing");
+                self.tracker.remove(&conn);
+                conn.close(CLOSE_NOT_ALLOWED.into(), b"this device's scope is invalid");
+                return Ok(());
+            }
+        };
+        let config = SessionConfig {
+            scope,
+            ..SessionConfig::default()
+        };
+        match hearth_net::accept_sync(self.store.clone(), &conn, config, stats.clone(), shutdown)
+            .await
+        {
             Ok(()) => tracing::info!(%peer, "sync session ended"),
             Err(e) => tracing::warn!(%peer, error = %e, "sync session ended with an error"),
         }

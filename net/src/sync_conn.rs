@@ -33,6 +33,7 @@ pub enum SyncConnError {
 pub async fn accept_sync(
     store: DocumentStore,
     conn: &Connection,
+    config: SessionConfig,
     stats: Arc<SessionStats>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), SyncConnError> {
@@ -40,16 +41,7 @@ pub async fn accept_sync(
         .accept_bi()
         .await
         .map_err(|e| SyncConnError::Connection(e.to_string()))?;
-    run_session(
-        store,
-        recv,
-        send,
-        SessionConfig::default(),
-        stats,
-        None,
-        shutdown,
-    )
-    .await?;
+    run_session(store, recv, send, config, stats, None, shutdown).await?;
     Ok(())
 }
 

@@ -61,6 +61,9 @@ impl HubAddr {
 pub struct NodeConfig {
     /// The pinned hub, once known.
     pub hub: Option<HubAddr>,
+    /// The project this device was paired for, if scoped: new notes and tasks go there.
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 impl NodeConfig {

@@ -60,6 +60,12 @@ pub enum StoreError {
         /// What failed.
         reason: String,
     },
+    /// A scoped peer touched a document outside its project subtree.
+    #[error("document {id} is outside this device's scope")]
+    OutOfScope {
+        /// The document.
+        id: DocId,
+    },
     /// A blocking task panicked or was cancelled.
     #[error("store task failed: {0}")]
     Task(String),

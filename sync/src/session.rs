@@ -36,7 +36,7 @@ use tokio::{
 
 use crate::{
     entity::DocId,
-    error::SessionError,
+    error::{SessionError, StoreError},
     store::{DocumentStore, Origin},
     summary::{plan_buckets, plan_entries, BUCKETS},
 };
@@ -48,6 +48,9 @@ pub struct SessionConfig {
     pub max_in_flight: usize,
     /// Target size of one `Snapshots` frame.
     pub snapshot_batch_bytes: usize,
+    /// The project subtree the peer may see and write (`None`: everything). Documents
+    /// outside it are never summarised, listed, sent or accepted.
+    pub scope: Option<DocId>,
 }
 
 impl Default for SessionConfig {
@@ -55,6 +58,7 @@ impl Default for SessionConfig {
         Self {
             max_in_flight: 64,
             snapshot_batch_bytes: 256 * 1024,
+            scope: None,
         }
     }
 }
@@ -256,7 +260,7 @@ impl Session {
     async fn handle(&mut self, msg: SyncMessage) -> Result<(), SessionError> {
         match msg {
             SyncMessage::Hello { root, .. } => {
-                let summary = self.store.summary().await?;
+                let summary = self.store.summary_in(self.config.scope).await?;
                 if summary.root == root {
                     self.out.send(&SyncMessage::CatchUpDone)?;
                 } else {
@@ -272,14 +276,23 @@ impl Session {
                         digests.len()
                     )));
                 }
-                let summary = self.store.summary().await?;
+                let summary = self.store.summary_in(self.config.scope).await?;
                 let plan = plan_buckets(&summary.buckets, &digests);
-                let whole = self.store.ids_in_buckets(plan.send_whole).await?;
+                let whole: Vec<DocId> = self
+                    .store
+                    .entries_in(plan.send_whole, self.config.scope)
+                    .await?
+                    .into_iter()
+                    .map(|e| DocId(e.id))
+                    .collect();
                 self.send_whole(whole).await?;
                 if plan.list.is_empty() {
                     self.out.send(&SyncMessage::CatchUpDone)?;
                 } else {
-                    let entries = self.store.entries(plan.list.clone()).await?;
+                    let entries = self
+                        .store
+                        .entries_in(plan.list.clone(), self.config.scope)
+                        .await?;
                     self.out.send(&SyncMessage::Entries {
                         buckets: plan.list,
                         entries,
@@ -287,7 +300,7 @@ impl Session {
                 }
             }
             SyncMessage::Entries { buckets, entries } => {
-                let mine = self.store.entries(buckets).await?;
+                let mine = self.store.entries_in(buckets, self.config.scope).await?;
                 let plan = plan_entries(&mine, &entries);
                 self.send_whole(plan.send_whole).await?;
                 self.queue.extend(plan.sync);
@@ -296,15 +309,27 @@ impl Session {
             }
             SyncMessage::Snapshots { docs } => {
                 self.received_whole += docs.len();
-                self.store.import(docs, self.origin).await?;
+                self.store
+                    .import(docs, self.origin, self.config.scope)
+                    .await?;
             }
             SyncMessage::Sync { doc, message } => {
                 let id = DocId(doc);
                 let state = self.states.remove(&id).unwrap_or_default();
-                let state = self
+                let state = match self
                     .store
-                    .receive_sync(id, state, message, self.origin)
-                    .await?;
+                    .receive_sync(id, state, message, self.origin, self.config.scope)
+                    .await
+                {
+                    Ok(state) => state,
+                    Err(StoreError::OutOfScope { id }) => {
+                        // Refused, and no reply: the peer learns nothing about the document.
+                        tracing::warn!(%id, "refused a change outside the peer's scope");
+                        self.in_flight.remove(&id);
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 self.states.insert(id, state);
                 let sent = self.push(id).await?;
                 if !sent && self.in_flight.remove(&id) {
@@ -407,7 +432,9 @@ where
                 },
                 change = feed.recv() => match change {
                     Ok(change) => {
-                        if change.origin != session.origin {
+                        if change.origin != session.origin
+                            && session.store.in_scope(change.id, session.config.scope).await?
+                        {
                             session.push(change.id).await?;
                         }
                     }

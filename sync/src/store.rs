@@ -21,6 +21,7 @@
 //! async methods run their SQLite work on tokio's blocking pool.
 
 use std::{
+    collections::HashSet,
     num::NonZeroUsize,
     path::{Path, PathBuf},
     sync::{
@@ -802,6 +803,56 @@ fn fts_query(query: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" "))
 }
 
+/// The hex ids of project `root` and every project below it.
+fn subtree(conn: &Connection, root: &DocId) -> Result<HashSet<String>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT lower(hex(id)), parent FROM entities WHERE kind = 'project' AND deleted = 0",
+    )?;
+    let rows: Vec<(String, Option<String>)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut sub = HashSet::from([root.to_string()]);
+    // Fixed point over the (small) project table: add children of members.
+    loop {
+        let before = sub.len();
+        for (id, parent) in &rows {
+            if parent.as_ref().is_some_and(|p| sub.contains(p)) {
+                sub.insert(id.clone());
+            }
+        }
+        if sub.len() == before {
+            return Ok(sub);
+        }
+    }
+}
+
+/// Whether a document with these derived fields lies inside the subtree `sub`: a project
+/// that is (or hangs under) a member, or an entity whose project is a member.
+fn allowed(
+    kind: &str,
+    id: &DocId,
+    project: Option<&str>,
+    parent: Option<&str>,
+    sub: &HashSet<String>,
+) -> bool {
+    if kind == "project" {
+        sub.contains(&id.to_string()) || parent.is_some_and(|p| sub.contains(p))
+    } else {
+        project.is_some_and(|p| sub.contains(p))
+    }
+}
+
+fn doc_allowed(doc: &AutoCommit, id: &DocId, sub: &HashSet<String>) -> bool {
+    let kind = read_str(doc, "kind").unwrap_or_default();
+    allowed(
+        &kind,
+        id,
+        read_str(doc, "project").as_deref(),
+        read_str(doc, "parent").as_deref(),
+        sub,
+    )
+}
+
 impl DocumentStore {
     /// Opens (creating if needed) the store at `path` and runs pending migrations.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
@@ -1271,6 +1322,94 @@ impl DocumentStore {
 
     // ---- replication API ---------------------------------------------------------------------
 
+    /// The summary a peer scoped to project `scope` may see (everything when `None`).
+    /// Scoped summaries are computed from the derived rows, so they cost a scan.
+    pub async fn summary_in(&self, scope: Option<DocId>) -> Result<Summary, StoreError> {
+        let Some(root) = scope else {
+            return self.summary().await;
+        };
+        self.blocking(move |s| {
+            let mut buckets = vec![EMPTY; BUCKETS];
+            let mut docs = 0u64;
+            for e in s.scoped_entries(&root, None)? {
+                xor_into(&mut buckets[e.id[0] as usize], &e.digest);
+                docs += 1;
+            }
+            let root = root_digest(&buckets);
+            Ok(Summary {
+                buckets,
+                root,
+                docs,
+            })
+        })
+        .await
+    }
+
+    /// [`Self::entries`] restricted to what a peer scoped to `scope` may see.
+    pub async fn entries_in(
+        &self,
+        buckets: Vec<u8>,
+        scope: Option<DocId>,
+    ) -> Result<Vec<DocEntry>, StoreError> {
+        let Some(root) = scope else {
+            return self.entries(buckets).await;
+        };
+        self.blocking(move |s| s.scoped_entries(&root, Some(&buckets)))
+            .await
+    }
+
+    fn scoped_entries(
+        &self,
+        root: &DocId,
+        buckets: Option<&[u8]>,
+    ) -> Result<Vec<DocEntry>, StoreError> {
+        let inner = self.lock();
+        let sub = subtree(&inner.conn, root)?;
+        let mut stmt = inner.conn.prepare_cached(
+            "SELECT d.id, d.digest, e.kind, e.project, e.parent FROM documents d
+             JOIN entities e ON e.id = d.id ORDER BY d.id",
+        )?;
+        let mut out = Vec::new();
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let id = id_from_sql(r.get(0)?)?;
+            if buckets.is_some_and(|b| !b.contains(&id.bucket())) {
+                continue;
+            }
+            let kind: String = r.get(2)?;
+            let project: Option<String> = r.get(3)?;
+            let parent: Option<String> = r.get(4)?;
+            if allowed(&kind, &id, project.as_deref(), parent.as_deref(), &sub) {
+                out.push(DocEntry {
+                    id: id.0,
+                    digest: digest_from_sql(r.get(1)?),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether document `id` is visible to a peer scoped to `scope`.
+    pub async fn in_scope(&self, id: DocId, scope: Option<DocId>) -> Result<bool, StoreError> {
+        let Some(root) = scope else {
+            return Ok(true);
+        };
+        self.blocking(move |s| {
+            let inner = s.lock();
+            let row: Option<(String, Option<String>, Option<String>)> = inner
+                .conn
+                .query_row(
+                    "SELECT kind, project, parent FROM entities WHERE id = ?1",
+                    [&id.0[..]],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            let sub = subtree(&inner.conn, &root)?;
+            Ok(row.is_some_and(|(k, p, par)| allowed(&k, &id, p.as_deref(), par.as_deref(), &sub)))
+        })
+        .await
+    }
+
     /// The set digest of this replica; reads 256 small rows, loads no document.
     pub async fn summary(&self) -> Result<Summary, StoreError> {
         self.blocking(|s| s.summary_blocking()).await
@@ -1323,16 +1462,6 @@ impl DocumentStore {
             Ok(out)
         })
         .await
-    }
-
-    /// Every document id in `buckets`.
-    pub async fn ids_in_buckets(&self, buckets: Vec<u8>) -> Result<Vec<DocId>, StoreError> {
-        Ok(self
-            .entries(buckets)
-            .await?
-            .into_iter()
-            .map(|e| DocId(e.id))
-            .collect())
     }
 
     /// Whole documents for a peer that lacks them: compacted snapshot, heads and derived
@@ -1402,9 +1531,54 @@ impl DocumentStore {
         &self,
         docs: Vec<DocSnapshot>,
         origin: Origin,
+        scope: Option<DocId>,
     ) -> Result<usize, StoreError> {
-        self.blocking(move |s| s.import_blocking(docs, origin))
-            .await
+        self.blocking(move |s| {
+            let docs = match scope {
+                None => docs,
+                Some(root) => s.only_in_scope(docs, &root)?,
+            };
+            s.import_blocking(docs, origin)
+        })
+        .await
+    }
+
+    /// Keeps the documents a scoped peer may write, judged from their content (its
+    /// claimed index is not trusted), and refreshes their index from that content.
+    fn only_in_scope(
+        &self,
+        docs: Vec<DocSnapshot>,
+        root: &DocId,
+    ) -> Result<Vec<DocSnapshot>, StoreError> {
+        let sub = subtree(&self.lock().conn, root)?;
+        let mut keep = Vec::new();
+        for mut snap in docs {
+            let id = DocId(snap.id);
+            let Ok(doc) = AutoCommit::load(&snap.bytes) else {
+                return Err(StoreError::SyncMessage(format!(
+                    "document {id} does not load"
+                )));
+            };
+            if !doc_allowed(&doc, &id, &sub) {
+                tracing::warn!(%id, "refused a document outside the peer's scope");
+                continue;
+            }
+            if let Ok(kind) = read_str(&doc, "kind").unwrap_or_default().parse::<Kind>() {
+                let d = derive_any(kind, &doc);
+                snap.index = DocIndex {
+                    kind: kind.as_str().to_string(),
+                    project: d.project.map(|p| p.to_string()),
+                    title: d.title,
+                    status: d.status,
+                    due: d.due,
+                    parent: d.parent.map(|p| p.to_string()),
+                    deleted: read_bool(&doc, "deleted"),
+                    updated_at: read_i64(&doc, "updated_at"),
+                };
+            }
+            keep.push(snap);
+        }
+        Ok(keep)
     }
 
     fn import_blocking(&self, docs: Vec<DocSnapshot>, origin: Origin) -> Result<usize, StoreError> {
@@ -1491,10 +1665,11 @@ impl DocumentStore {
         state: sync::State,
         message: Vec<u8>,
         origin: Origin,
+        scope: Option<DocId>,
     ) -> Result<sync::State, StoreError> {
         self.blocking(move |s| {
             let mut state = state;
-            s.receive_sync_blocking(id, &mut state, &message, origin)?;
+            s.receive_sync_blocking(id, &mut state, &message, origin, scope)?;
             Ok(state)
         })
         .await
@@ -1506,15 +1681,29 @@ impl DocumentStore {
         state: &mut sync::State,
         message: &[u8],
         origin: Origin,
+        scope: Option<DocId>,
     ) -> Result<(), StoreError> {
         let msg =
             sync::Message::decode(message).map_err(|e| StoreError::SyncMessage(e.to_string()))?;
         let writer = self.shared.writer;
         let mut inner = self.lock();
+        let sub = match &scope {
+            Some(root) => Some(subtree(&inner.conn, root)?),
+            None => None,
+        };
+        let out_of_scope = || StoreError::OutOfScope { id };
         let result = inner.write(writer, Durability::Normal, &id, |_, _, doc| {
+            // A scoped peer may touch only documents inside its scope, and must leave them there.
+            if sub.as_ref().is_some_and(|sub| !doc_allowed(doc, &id, sub)) {
+                return Err(out_of_scope());
+            }
             doc.sync()
                 .receive_sync_message(state, msg.clone())
-                .map_err(|e| StoreError::SyncMessage(e.to_string()))
+                .map_err(|e| StoreError::SyncMessage(e.to_string()))?;
+            if sub.as_ref().is_some_and(|sub| !doc_allowed(doc, &id, sub)) {
+                return Err(out_of_scope());
+            }
+            Ok(())
         })?;
         let changed = match result {
             Some((_, changed)) => changed,
@@ -1526,6 +1715,9 @@ impl DocumentStore {
                     .map_err(|e| StoreError::SyncMessage(e.to_string()))?;
                 if doc.get_heads().is_empty() {
                     return Ok(());
+                }
+                if sub.as_ref().is_some_and(|sub| !doc_allowed(&doc, &id, sub)) {
+                    return Err(out_of_scope());
                 }
                 let kind = read_str(&doc, "kind")
                     .filter(|k| k.parse::<Kind>().is_ok())

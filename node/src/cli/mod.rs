@@ -5,6 +5,7 @@
 
 pub(crate) mod note;
 pub(crate) mod pair;
+pub(crate) mod project;
 pub(crate) mod run;
 pub(crate) mod task;
 
@@ -31,7 +32,7 @@ pub(crate) fn resolve(store: &DocumentStore, kind: Kind, id: &str) -> anyhow::Re
     Ok(store.resolve_blocking(kind, id)?)
 }
 
-use crate::config::default_home;
+use crate::config::{default_home, NodeConfig};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -65,6 +66,9 @@ enum Command {
     /// Notes in the local replica.
     #[command(subcommand)]
     Note(note::NoteCommand),
+    /// Projects in the local replica.
+    #[command(subcommand)]
+    Project(project::ProjectCommand),
     /// Tasks in the local replica.
     #[command(subcommand)]
     Task(task::TaskCommand),
@@ -98,8 +102,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> any
                 .context("starting tokio")?;
             rt.block_on(run::run(home, args))
         }
-        Command::Note(cmd) => note::run(&open_store(&home)?, cmd),
-        Command::Task(cmd) => task::run(&open_store(&home)?, cmd),
+        Command::Note(cmd) => note::run(&open_store(&home)?, cmd, NodeConfig::load(&home)?.scope),
+        Command::Project(cmd) => project::run(&open_store(&home)?, cmd),
+        Command::Task(cmd) => task::run(&open_store(&home)?, cmd, NodeConfig::load(&home)?.scope),
     }
 }
 

@@ -73,7 +73,13 @@ fn read_arg(value: String) -> anyhow::Result<String> {
     }
 }
 
-pub(crate) fn run(store: &DocumentStore, cmd: NoteCommand) -> anyhow::Result<()> {
+/// `default_project`: where new entries go when `--project` is not given (a scoped
+/// device's project).
+pub(crate) fn run(
+    store: &DocumentStore,
+    cmd: NoteCommand,
+    default_project: Option<String>,
+) -> anyhow::Result<()> {
     match cmd {
         NoteCommand::Add {
             title,
@@ -81,7 +87,8 @@ pub(crate) fn run(store: &DocumentStore, cmd: NoteCommand) -> anyhow::Result<()>
             project,
         } => {
             let project = project
-                .map(|p| super::resolve(store, Kind::Project, &p))
+                .or(default_project)
+                .map(|p| super::project::find(store, &p))
                 .transpose()?;
             let rec = store.create_blocking(Note {
                 project,

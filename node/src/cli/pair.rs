@@ -99,6 +99,7 @@ pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> 
         id: hub.id.to_string(),
         addrs,
     });
+    config.scope = paired.scope.clone();
     config.save(home)?;
     println!("hearth paired hub={} name={}", hub.id, paired.hub_name);
     eprintln!(

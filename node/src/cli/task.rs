@@ -37,7 +37,13 @@ pub(crate) enum TaskCommand {
     },
 }
 
-pub(crate) fn run(store: &DocumentStore, cmd: TaskCommand) -> anyhow::Result<()> {
+/// `default_project`: where new entries go when `--project` is not given (a scoped
+/// device's project).
+pub(crate) fn run(
+    store: &DocumentStore,
+    cmd: TaskCommand,
+    default_project: Option<String>,
+) -> anyhow::Result<()> {
     match cmd {
         TaskCommand::Add {
             name,
@@ -50,7 +56,8 @@ pub(crate) fn run(store: &DocumentStore, cmd: TaskCommand) -> anyhow::Result<()>
                 .map(|p| super::resolve(store, Kind::Task, &p))
                 .transpose()?;
             let project = project
-                .map(|p| super::resolve(store, Kind::Project, &p))
+                .or(default_project)
+                .map(|p| super::project::find(store, &p))
                 .transpose()?;
             let rec = store.create_blocking(Task {
                 name,

@@ -7,6 +7,7 @@ mod crash;
 mod lan;
 mod pairing;
 mod replication;
+mod scope;
 mod tidy;
 
 use std::path::PathBuf;

@@ -1,0 +1,153 @@
+//! Project-scoped devices: a device paired for a project replicates that project and its
+//! children only. Nothing outside (not even an id) reaches it; nothing it sends outside
+//! its scope is accepted.
+
+use std::{collections::BTreeSet, time::Duration};
+
+use hearth_sync::{DocumentStore, Note, NotePatch};
+use hearth_tests::{eventually, hub_cli, HubProc, NodeHome};
+
+use crate::{bins, sub, tempdir};
+
+fn ids_in(db: &std::path::Path) -> anyhow::Result<BTreeSet<String>> {
+    let conn = rusqlite::Connection::open(db)?;
+    let mut stmt = conn.prepare("SELECT lower(hex(id)) FROM documents")?;
+    let ids = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(ids)
+}
+
+#[test]
+fn a_scoped_device_sees_and_writes_its_subtree_only() -> anyhow::Result<()> {
+    let bins = bins();
+    let dir = tempdir();
+    let hub_home = sub(&dir, "hub");
+    let docs = NodeHome::new(&bins, hub_home.clone())?; // `hearth` on the hub's store
+    let add = |args: &[&str]| -> anyhow::Result<String> { Ok(docs.cli(args)?.trim().to_string()) };
+    let home = add(&["project", "add", "home"])?;
+    let work = add(&["project", "add", "work", "--parent", "home"])?;
+    let clients = add(&["project", "add", "clients", "--parent", "work"])?;
+    let personal = add(&["project", "add", "personal", "--parent", "home"])?;
+    let in_work = add(&[
+        "note",
+        "add",
+        "--title",
+        "Roadmap",
+        "--project",
+        "work",
+        "--content",
+        "ship it",
+    ])?;
+    let in_clients = add(&["note", "add", "--title", "Acme", "--project", "clients"])?;
+    let in_personal = add(&[
+        "note",
+        "add",
+        "--title",
+        "Diary",
+        "--project",
+        "personal",
+        "--content",
+        "secret",
+    ])?;
+    let in_home = add(&["note", "add", "--title", "House", "--project", "home"])?;
+    let loose = add(&["note", "add", "--title", "Loose"])?;
+    let task_personal = add(&["task", "add", "Dentist", "--project", "personal"])?;
+
+    let laptop = NodeHome::new(&bins, sub(&dir, "work-laptop"))?;
+    hub_cli(
+        &bins,
+        &hub_home,
+        &[
+            "devices",
+            "add",
+            &laptop.id,
+            "--name",
+            "work laptop",
+            "--scope",
+            "work",
+        ],
+    )?;
+    let hub = HubProc::start(&bins, &hub_home, 0)?;
+    let node = laptop.start(&hub.id, hub.addr)?;
+    node.wait_line(Duration::from_secs(30), |l| {
+        l.starts_with("hearth caught-up")
+    })?;
+
+    let expected: BTreeSet<String> = [&work, &clients, &in_work, &in_clients]
+        .into_iter()
+        .cloned()
+        .collect();
+    assert_eq!(
+        ids_in(&laptop.home.join("hearth.db"))?,
+        expected,
+        "exactly the subtree replicates"
+    );
+    // Not even the ids of the rest are anywhere in the device's database file. (The one
+    // exception is `home`: the scope root's own `parent` field names it; see SCHEMA.md.)
+    assert!(!ids_in(&laptop.home.join("hearth.db"))?.contains(&home));
+    let raw = std::fs::read(laptop.home.join("hearth.db"))?;
+    let wal = std::fs::read(laptop.home.join("hearth.db-wal")).unwrap_or_default();
+    for outside in [&personal, &in_personal, &in_home, &loose, &task_personal] {
+        let hex = outside.as_bytes();
+        let bytes: Vec<u8> = (0..16)
+            .map(|i| u8::from_str_radix(&outside[2 * i..2 * i + 2], 16).unwrap_or(0))
+            .collect();
+        for hay in [&raw, &wal] {
+            assert!(
+                !hay.windows(hex.len()).any(|w| w == hex),
+                "id {outside} leaked as text"
+            );
+            assert!(
+                !hay.windows(16).any(|w| w == bytes.as_slice()),
+                "id {outside} leaked as bytes"
+            );
+        }
+    }
+
+    // Live: a change outside the scope is not pushed; a new note inside is.
+    docs.cli(&["note", "edit", &in_personal, "--append", " more secrets"])?;
+    let fresh = add(&["note", "add", "--title", "Sprint", "--project", "clients"])?;
+    eventually(Duration::from_secs(20), || {
+        Ok(ids_in(&laptop.home.join("hearth.db"))?.contains(&fresh))
+    })?;
+    assert!(!ids_in(&laptop.home.join("hearth.db"))?.contains(&in_personal));
+
+    // Writes outside the scope are refused: a note with no project, and moving an
+    // in-scope note out of it. (The device's own store allows both; the hub does not.)
+    let device_store = DocumentStore::open(laptop.home.join("hearth.db"))?;
+    let rogue = device_store.create_blocking(Note {
+        title: "escape".into(),
+        content: "x".into(),
+        project: None,
+    })?;
+    device_store.update_blocking(
+        in_work.parse()?,
+        NotePatch {
+            project: Some(None),
+            ..NotePatch::default()
+        },
+    )?;
+    let hub_log = || hub.proc.stderr_text();
+    eventually(Duration::from_secs(20), || {
+        Ok(hub_log().matches("outside the peer's scope").count() >= 2)
+    })?;
+    let hub_ids = ids_in(&hub_home.join("hearth.db"))?;
+    assert!(
+        !hub_ids.contains(&rogue.id.to_string()),
+        "the hub stored a document from outside the scope"
+    );
+    let shown: serde_json::Value =
+        serde_json::from_str(&docs.cli(&["note", "show", &in_work, "--json"])?)?;
+    assert_eq!(
+        shown["project"],
+        serde_json::Value::String(work.clone()),
+        "the move out of scope was refused"
+    );
+    // Edits inside the scope still flow.
+    laptop.cli(&["note", "edit", &in_clients, "--append", "signed"])?;
+    eventually(Duration::from_secs(20), || {
+        Ok(docs.cli(&["note", "show", &in_clients])?.contains("signed"))
+    })?;
+    Ok(())
+}
