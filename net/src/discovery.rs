@@ -55,6 +55,31 @@ impl Advertiser {
             .enable_addr_auto();
         let fullname = info.get_fullname().to_string();
         daemon.register(info)?;
+        // Another responder may contest our name; mdns-sd renames and tells us here.
+        if let Ok(events) = daemon.monitor() {
+            let spawned = std::thread::Builder::new()
+                .name("hearth-mdns-monitor".into())
+                .spawn(move || {
+                    // Ends when the daemon shuts down and closes the channel.
+                    while let Ok(event) = events.recv() {
+                        match event {
+                            mdns_sd::DaemonEvent::NameChange(change) => {
+                                tracing::warn!(
+                                    ?change,
+                                    "mDNS name contested; advertising under a new name"
+                                )
+                            }
+                            mdns_sd::DaemonEvent::Error(e) => {
+                                tracing::warn!(error = %e, "mDNS daemon error")
+                            }
+                            _ => {}
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::debug!(error = %e, "no mDNS monitor thread");
+            }
+        }
         tracing::info!(%fullname, port, "advertising on mDNS");
         Ok(Self { daemon, fullname })
     }

@@ -44,6 +44,9 @@ pub struct HubAddr {
     pub id: String,
     /// Direct addresses to try.
     pub addrs: Vec<SocketAddr>,
+    /// The hub's relay URL, if it had one when paired.
+    #[serde(default)]
+    pub relay: Option<String>,
 }
 
 impl HubAddr {

@@ -16,4 +16,4 @@ pub mod pair;
 pub mod sync_loop;
 
 pub use config::{HubAddr, NodeConfig, NodeError};
-pub use sync_loop::{run_sync_loop, SyncStatus};
+pub use sync_loop::{run_sync_loop, HubLocator, SyncStatus};

@@ -39,13 +39,59 @@ pub enum SyncStatus {
     },
 }
 
+/// How the node finds its pinned hub: by id, with the addresses saved at pairing, the
+/// hub's relay if it has one, and (after a failed attempt, when enabled) whatever mDNS
+/// finds on the LAN for that id, so a hub whose address changed is still reached.
+#[derive(Debug, Clone)]
+pub struct HubLocator {
+    /// The pinned hub id.
+    pub id: iroh::EndpointId,
+    /// Addresses saved at pairing or given on the command line.
+    pub addrs: Vec<std::net::SocketAddr>,
+    /// The hub's relay, if it uses one.
+    pub relay: Option<iroh::RelayUrl>,
+    /// Look the hub up on the LAN over mDNS after a failed attempt.
+    pub mdns: bool,
+}
+
+impl HubLocator {
+    async fn locate(&self, after_failure: bool) -> EndpointAddr {
+        let mut addr = EndpointAddr::new(self.id);
+        for a in &self.addrs {
+            addr = addr.with_ip_addr(*a);
+        }
+        if let Some(relay) = &self.relay {
+            addr = addr.with_relay_url(relay.clone());
+        }
+        if self.mdns && after_failure {
+            let id = self.id;
+            let found = tokio::task::spawn_blocking(move || {
+                hearth_net::discovery::discover(Duration::from_millis(1500))
+            })
+            .await;
+            match found {
+                Ok(Ok(hubs)) => {
+                    for h in hubs.into_iter().filter(|h| h.id == id) {
+                        for a in h.addrs {
+                            addr = addr.with_ip_addr(a);
+                        }
+                    }
+                }
+                Ok(Err(e)) => tracing::debug!(error = %e, "mDNS lookup failed"),
+                Err(e) => tracing::debug!(error = %e, "mDNS lookup panicked"),
+            }
+        }
+        addr
+    }
+}
+
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
 
 /// Runs until `shutdown` completes.
 pub async fn run_sync_loop(
     endpoint: Endpoint,
-    hub: EndpointAddr,
+    hub: HubLocator,
     store: DocumentStore,
     status: mpsc::UnboundedSender<SyncStatus>,
     shutdown: impl Future<Output = ()>,
@@ -56,6 +102,7 @@ pub async fn run_sync_loop(
     };
     let body = async {
         let mut backoff = BACKOFF_MIN;
+        let mut first_attempt = true;
         loop {
             let _ = status.send(SyncStatus::Connecting);
             let (etx, mut erx) = mpsc::unbounded_channel::<SessionEvent>();
@@ -87,13 +134,14 @@ pub async fn run_sync_loop(
             };
             let session = hearth_net::dial_sync(
                 &endpoint,
-                hub.clone(),
+                hub.locate(!first_attempt).await,
                 store.clone(),
                 stats,
                 Some(etx),
                 stopped(stop_rx.clone()),
             );
             let (result, caught_up) = tokio::join!(session, forward);
+            first_attempt = false;
             if *stop_rx.borrow() {
                 return;
             }

@@ -66,21 +66,24 @@ impl Binaries {
         }
     }
 
-    /// A `hearth-hub` command with `HEARTH_HOME` set and relays off.
+    /// A `hearth-hub` command with `HEARTH_HOME` set, relays and mDNS off (tests that
+    /// need mDNS turn it on inside network namespaces of their own).
     pub fn hub(&self, home: &Path) -> Command {
         let mut c = self.command();
         c.arg("hearth-hub")
             .env("HEARTH_HOME", home)
-            .env("HEARTH_RELAY", "off");
+            .env("HEARTH_RELAY", "off")
+            .env("HEARTH_MDNS", "off");
         c
     }
 
-    /// A `hearth` command with `HEARTH_HOME` set and relays off.
+    /// A `hearth` command with `HEARTH_HOME` set, relays and mDNS off.
     pub fn node(&self, home: &Path) -> Command {
         let mut c = self.command();
         c.arg("hearth")
             .env("HEARTH_HOME", home)
-            .env("HEARTH_RELAY", "off");
+            .env("HEARTH_RELAY", "off")
+            .env("HEARTH_MDNS", "off");
         c
     }
 }

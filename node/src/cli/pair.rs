@@ -95,9 +95,11 @@ pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> 
         })
         .collect();
     let mut config = NodeConfig::load(home)?;
+    let relay = hub.relay_urls().next().map(ToString::to_string);
     config.hub = Some(HubAddr {
         id: hub.id.to_string(),
         addrs,
+        relay,
     });
     config.scope = paired.scope.clone();
     config.save(home)?;

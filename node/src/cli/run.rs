@@ -2,10 +2,9 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use crate::{config::NodeConfig, run_sync_loop, HubAddr, NodeError, SyncStatus};
+use crate::{config::NodeConfig, run_sync_loop, HubAddr, HubLocator, NodeError, SyncStatus};
 use anyhow::Context;
 use hearth_net::{NetSettings, NoHooks, RelaySetting};
-use iroh::EndpointAddr;
 use tokio::sync::mpsc;
 
 #[derive(clap::Args)]
@@ -22,6 +21,9 @@ pub(crate) struct RunArgs {
     /// Relays: `off`, `default` or your own iroh-relay URL.
     #[arg(long, env = "HEARTH_RELAY", default_value = "off")]
     relay: RelaySetting,
+    /// Look the hub up on the LAN over mDNS when its saved address fails: `on` or `off`.
+    #[arg(long, env = "HEARTH_MDNS", default_value = "on")]
+    mdns: String,
 }
 
 pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
@@ -30,6 +32,7 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         config.hub = Some(HubAddr {
             id: id.to_string(),
             addrs: args.hub_addr.clone(),
+            relay: None,
         });
         config.save(&home)?;
     } else if !args.hub_addr.is_empty() {
@@ -40,10 +43,12 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
     }
     let hub = config.hub.ok_or(NodeError::NoHub)?;
     let hub_id = hub.endpoint_id()?;
-    let mut hub_addr = EndpointAddr::new(hub_id);
-    for a in &hub.addrs {
-        hub_addr = hub_addr.with_ip_addr(*a);
-    }
+    let hub_addr = HubLocator {
+        id: hub_id,
+        addrs: hub.addrs.clone(),
+        relay: hub.relay.as_deref().and_then(|r| r.parse().ok()),
+        mdns: matches!(args.mdns.as_str(), "on" | "true" | "1"),
+    };
 
     let store = super::open_store(&home)?;
     // `hearth note …` in another process writes the same replica: replicate those edits.

@@ -5,7 +5,11 @@
 //! `hearth`) and measures edit-to-visible latency, cold catch-up, unchanged reconnect
 //! and resident memory; then drives the same catch-up and reconnect workloads through
 //! automerge-repo (`tests/js`, two Node processes over its WebSocket adapter) and prints
-//! our figures divided by theirs. Progress goes to stderr.
+//! our figures divided by theirs.
+//!
+//! `hearth-bench pair [--docs N]` (default 1,000 notes) measures the time from
+//! `hearth pair --ticket` to the first complete sync, and the time to resume syncing after
+//! the hub restarts. Progress goes to stderr.
 
 use std::{
     path::{Path, PathBuf},
@@ -53,7 +57,8 @@ fn main() -> anyhow::Result<()> {
     }
     match args.first().map(String::as_str) {
         Some("sync") => sync_bench(&opts),
-        _ => bail!("usage: hearth-bench sync [--docs N] [--edits N] [--js-docs N] [--no-js]"),
+        Some("pair") => pair_bench(&opts),
+        _ => bail!("usage: hearth-bench sync|pair [--docs N] [--edits N] [--js-docs N] [--no-js]"),
     }
 }
 
@@ -396,4 +401,107 @@ fn automerge_repo(docs: usize, work: &Path) -> anyhow::Result<Vec<(String, f64)>
             Some((name, value))
         })
         .collect())
+}
+
+fn pair_bench(opts: &Opts) -> anyhow::Result<()> {
+    let docs = if opts.docs == 10_000 {
+        1_000
+    } else {
+        opts.docs
+    };
+    let exe = std::env::current_exe()?;
+    let bins = Binaries::new(&exe);
+    let dir = tempfile::tempdir()?;
+    let hub_home = dir.path().join("hub");
+    std::fs::create_dir_all(&hub_home)?;
+    progress(&format!("seeding the hub with {docs} notes"));
+    let seed = DocumentStore::open(hub_home.join("hearth.db"))?;
+    for i in 0..docs {
+        seed.create_blocking(Note {
+            title: format!("note {i}"),
+            content: note_text(i),
+            project: None,
+        })?;
+    }
+    drop(seed);
+    let port = free_udp_port()?;
+    let mut hub = HubProc::start(&bins, &hub_home, port)?;
+    let ticket = hearth_tests::hub_cli(&bins, &hub_home, &["ticket"])?
+        .trim()
+        .to_string();
+    let node_home = dir.path().join("laptop");
+
+    progress("pairing and first sync");
+    let t0 = Instant::now();
+    let mut c = bins.node(&node_home);
+    c.args(["pair", "--ticket", &ticket, "--name", "bench"]);
+    let pairing = Proc::spawn("pair", c, node_home.join("pair.stderr"))?;
+    let line = pairing.wait_line(Duration::from_secs(60), |l| {
+        l.starts_with("hearth pair code=")
+    })?;
+    let code_at = t0.elapsed();
+    let code = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("code="))
+        .unwrap_or_default()
+        .to_string();
+    hearth_tests::hub_cli(&bins, &hub_home, &["devices", "approve", &code])?;
+    pairing.wait_line(Duration::from_secs(60), |l| l.starts_with("hearth paired"))?;
+    let paired_at = t0.elapsed();
+    let mut c = bins.node(&node_home);
+    c.args(["run", "--bind", "127.0.0.1:0"]);
+    let node = Proc::spawn("node", c, node_home.join("node.stderr"))?;
+    node.wait_line(Duration::from_secs(600), |l| {
+        l.starts_with("hearth caught-up")
+    })?;
+    let synced_at = t0.elapsed();
+    figure("pair_docs", docs, "docs");
+    figure(
+        "pair_code_shown_ms",
+        format!("{:.1}", code_at.as_secs_f64() * 1000.0),
+        "ms",
+    );
+    figure(
+        "pair_approved_ms",
+        format!("{:.1}", paired_at.as_secs_f64() * 1000.0),
+        "ms",
+    );
+    figure(
+        "pair_to_first_complete_sync_ms",
+        format!("{:.1}", synced_at.as_secs_f64() * 1000.0),
+        "ms",
+    );
+    figure(
+        "pair_first_sync_only_ms",
+        format!("{:.1}", (synced_at - paired_at).as_secs_f64() * 1000.0),
+        "ms",
+    );
+
+    progress("hub restart");
+    let t_restart = Instant::now();
+    hub.proc.terminate();
+    let stopped = t_restart.elapsed();
+    let hub = HubProc::start(&bins, &hub_home, port)?;
+    let ready = t_restart.elapsed();
+    node.wait_line(Duration::from_secs(60), |l| {
+        l.starts_with("hearth caught-up")
+    })?;
+    let resumed = t_restart.elapsed();
+    figure(
+        "pair_hub_stop_ms",
+        format!("{:.1}", stopped.as_secs_f64() * 1000.0),
+        "ms",
+    );
+    figure(
+        "pair_resume_after_hub_ready_ms",
+        format!("{:.1}", (resumed - ready).as_secs_f64() * 1000.0),
+        "ms",
+    );
+    figure(
+        "pair_resume_after_restart_total_ms",
+        format!("{:.1}", resumed.as_secs_f64() * 1000.0),
+        "ms",
+    );
+    drop((node, hub));
+    Ok(())
 }

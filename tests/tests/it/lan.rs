@@ -132,7 +132,8 @@ fn node_finds_hub_over_mdns_pairs_and_syncs_across_a_veth_pair() -> anyhow::Resu
     pairing.wait_line(Duration::from_secs(15), |l| l.starts_with("hearth paired"))?;
 
     let mut c = node_bins.node(&node_home);
-    c.args(["run"]);
+    // Inside the namespace the node may look the hub up by id over mDNS too.
+    c.env("HEARTH_MDNS", "on").args(["run"]);
     let node = Proc::spawn("node", c, node_home.join("node.stderr"))?;
     node.wait_line(Duration::from_secs(30), |l| {
         l.starts_with("hearth caught-up")
