@@ -184,10 +184,10 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
             match cmd {
                 DevicesCommand::List => {
                     for d in reg.list()? {
-                        let state = if d.revoked_at.is_some() {
-                            "revoked"
-                        } else {
-                            "paired"
+                        let state = match (d.revoked_at.is_some(), d.online) {
+                            (true, _) => "revoked",
+                            (false, true) => "online",
+                            (false, false) => "paired",
                         };
                         println!(
                             "{}\t{}\t{}\tpaired {}\tlast seen {}\tscope {}",

@@ -87,6 +87,8 @@ pub struct Device {
     pub last_seen: Option<i64>,
     /// When it was revoked, ms.
     pub revoked_at: Option<i64>,
+    /// Whether it has a session open with the running hub.
+    pub online: bool,
 }
 
 /// A pairing request waiting for the owner.
@@ -176,14 +178,16 @@ fn new_code() -> Result<String, DeviceError> {
     Ok(out)
 }
 
-const SCHEMA: &str = "
+/// Numbered migrations of `hub.db`; `PRAGMA user_version` counts those applied.
+const MIGRATIONS: &[&str] = &["
 CREATE TABLE IF NOT EXISTS devices (
     node_id TEXT PRIMARY KEY NOT NULL,
     name TEXT NOT NULL,
     scope TEXT,
     paired_at INTEGER NOT NULL,
     last_seen INTEGER,
-    revoked_at INTEGER
+    revoked_at INTEGER,
+    online INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS pair_requests (
     code TEXT PRIMARY KEY NOT NULL,
@@ -206,7 +210,7 @@ CREATE TABLE IF NOT EXISTS approve_attempts (
     at INTEGER NOT NULL,
     ok INTEGER NOT NULL
 );
-";
+"];
 
 fn device_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Device> {
     Ok(Device {
@@ -216,6 +220,7 @@ fn device_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Device> {
         paired_at: r.get(3)?,
         last_seen: r.get(4)?,
         revoked_at: r.get(5)?,
+        online: r.get(6)?,
     })
 }
 
@@ -226,7 +231,11 @@ impl DeviceRegistry {
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.execute_batch(SCHEMA)?;
+        let applied: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied as usize) {
+            conn.execute_batch(sql)?;
+            conn.pragma_update(None, "user_version", (i + 1) as i64)?;
+        }
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
@@ -288,6 +297,22 @@ impl DeviceRegistry {
             "UPDATE devices SET last_seen = ?2 WHERE node_id = ?1",
             params![node.to_string(), now_ms()],
         )?;
+        Ok(())
+    }
+
+    /// Records whether `node` has a session open now (the hub process is the only writer).
+    pub fn set_online(&self, node: &EndpointId, online: bool) -> Result<(), DeviceError> {
+        let conn = self.lock();
+        conn.execute(
+            "UPDATE devices SET online = ?2, last_seen = ?3 WHERE node_id = ?1",
+            params![node.to_string(), online, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Marks every device offline (at hub start: no session survives a restart).
+    pub fn reset_online(&self) -> Result<(), DeviceError> {
+        self.lock().execute("UPDATE devices SET online = 0", [])?;
         Ok(())
     }
 
@@ -550,7 +575,7 @@ impl DeviceRegistry {
     pub fn get(&self, id: &str) -> Result<Device, DeviceError> {
         let conn = self.lock();
         let mut stmt = conn.prepare(
-            "SELECT node_id, name, scope, paired_at, last_seen, revoked_at FROM devices
+            "SELECT node_id, name, scope, paired_at, last_seen, revoked_at, online FROM devices
              WHERE node_id LIKE ?1 || '%' LIMIT 2",
         )?;
         let rows: Vec<Device> = stmt
@@ -569,7 +594,7 @@ impl DeviceRegistry {
     pub fn list(&self) -> Result<Vec<Device>, DeviceError> {
         let conn = self.lock();
         let mut stmt = conn.prepare(
-            "SELECT node_id, name, scope, paired_at, last_seen, revoked_at FROM devices ORDER BY paired_at DESC",
+            "SELECT node_id, name, scope, paired_at, last_seen, revoked_at, online FROM devices ORDER BY paired_at DESC",
         )?;
         let rows = stmt
             .query_map([], device_from_row)?

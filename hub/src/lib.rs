@@ -86,6 +86,24 @@ pub struct Hub {
     advertiser: Option<hearth_net::discovery::Advertiser>,
     stop_watch: tokio::sync::watch::Sender<bool>,
     revocations: tokio::task::JoinHandle<()>,
+    addr_task: tokio::task::JoinHandle<()>,
+}
+
+/// Writes the endpoint's address to `path` whenever it changes (checked every second for
+/// the first minute, then every 30 s). Aborted at shutdown.
+async fn record_address(endpoint: iroh::Endpoint, path: std::path::PathBuf) {
+    let mut last = String::new();
+    for round in 0u32.. {
+        let now = serde_json::to_string(&endpoint.addr()).unwrap_or_default();
+        if now != last {
+            if let Err(e) = std::fs::write(&path, &now) {
+                tracing::warn!(error = %e, path = %path.display(), "cannot record the hub's address");
+            }
+            last = now;
+        }
+        let pause = if round < 60 { 1 } else { 30 };
+        tokio::time::sleep(std::time::Duration::from_secs(pause)).await;
+    }
 }
 
 /// Starts the hub: store, device registry, iroh endpoint with the access hook, sync and
@@ -102,6 +120,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     let registry = Arc::new(devices::DeviceRegistry::open(
         &settings.home.join("hub.db"),
     )?);
+    registry.reset_online()?;
     let tracker = Arc::new(access::ConnectionTracker::default());
     let endpoint = hearth_net::bind_endpoint(
         secret,
@@ -112,14 +131,12 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     .await?;
     let id = endpoint.id();
     let sync_addrs = endpoint.bound_sockets();
-    // `hearth-hub ticket` reads where the hub listens from here.
-    let addr_file = settings.home.join("hub.addr");
-    if let Err(e) = std::fs::write(
-        &addr_file,
-        serde_json::to_string(&endpoint.addr()).unwrap_or_default(),
-    ) {
-        tracing::warn!(error = %e, path = %addr_file.display(), "cannot record the hub's address");
-    }
+    // `hearth-hub ticket` reads where the hub listens from `hub.addr`; the address (direct
+    // addresses, home relay) can change after start, so keep the file current.
+    let addr_task = tokio::spawn(record_address(
+        endpoint.clone(),
+        settings.home.join("hub.addr"),
+    ));
     let router = Router::builder(endpoint)
         .accept(
             ALPN_SYNC,
@@ -187,6 +204,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         advertiser,
         stop_watch,
         revocations,
+        addr_task,
     })
 }
 
@@ -206,6 +224,7 @@ impl Hub {
     /// Shuts down in order.
     pub async fn shutdown(self) {
         drop(self.advertiser);
+        self.addr_task.abort();
         let _ = self.stop_watch.send(true);
         let _ = self.revocations.await;
         if let Some((tx, task)) = self.http {

@@ -76,6 +76,8 @@ impl ProtocolHandler for SyncService {
                 return Ok(());
             }
         };
+        let reg = self.registry.clone();
+        let _ = tokio::task::spawn_blocking(move || reg.set_online(&peer, true)).await;
         let config = SessionConfig {
             scope,
             ..SessionConfig::default()
@@ -88,7 +90,7 @@ impl ProtocolHandler for SyncService {
         }
         self.tracker.remove(&conn);
         let registry = self.registry.clone();
-        let _ = tokio::task::spawn_blocking(move || registry.touch(&peer)).await;
+        let _ = tokio::task::spawn_blocking(move || registry.set_online(&peer, false)).await;
         conn.close(0u32.into(), b"session over");
         Ok(())
     }

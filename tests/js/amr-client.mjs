@@ -128,13 +128,14 @@ async function main() {
   const tConnected = now()
   const since = () => `+${((now() - tMain) / 1000).toFixed(1)} s`
 
-  // Connection drops. The server adapter pings every 5 s and terminates a
-  // socket that has not answered the previous ping, so a client whose event
-  // loop is busy for several seconds gets cut off. automerge-repo then marks
-  // every document still being requested as "unavailable" (no peer has it) and,
-  // once the adapter has reconnected (retry every 5 s), re-syncs every open
-  // document with the server, which makes such handles ready after all. We
-  // wait for that (see findReady) and report how often it happened.
+  // Connection drops. The server's WebSocketServerAdapter pings every
+  // keepAliveInterval (5 s by default; amr-bench.mjs passes 30 s) and
+  // terminates a socket that has not answered the previous ping, so a client
+  // or server whose event loop is busy for longer gets cut off. automerge-repo
+  // then marks every document still being requested as "unavailable" (no peer
+  // has it) and, once the adapter has reconnected (retry every 5 s), re-syncs
+  // every open document with the server, which should make such handles ready
+  // after all. findReady waits for that; the count is reported either way.
   let disconnects = 0
   let closing = false // our own shutdown disconnects too; don't count that
   repo.networkSubsystem.on("peer-disconnected", ({ peerId }) => {

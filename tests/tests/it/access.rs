@@ -81,7 +81,7 @@ fn revocation_cuts_an_online_device_off_within_a_second_and_for_good() -> anyhow
     })?;
     let listed = hub_cli(&bins, &hub_home, &["devices", "list"])?;
     assert!(
-        listed.contains(&a.id) && listed.contains("paired"),
+        listed.contains(&a.id) && listed.contains("online"),
         "{listed}"
     );
 
