@@ -4,7 +4,7 @@
 //! 1. summary: both sides send [`SyncMessage::Hello`] with a digest over their whole
 //!    document set; equal digests end the phase at once. Otherwise both send
 //!    [`SyncMessage::Buckets`] (256 bucket digests) and then [`SyncMessage::Entries`]
-//!    for the buckets that differ;
+//!    for the buckets that differ (always sent, maybe empty);
 //! 2. catch-up: documents one side lacks travel whole as [`SyncMessage::Snapshots`];
 //!    documents both hold with different heads run Automerge's sync protocol in
 //!    [`SyncMessage::Sync`] messages; [`SyncMessage::CatchUpDone`] tells the peer that

@@ -286,18 +286,20 @@ impl Session {
                     .map(|e| DocId(e.id))
                     .collect();
                 self.send_whole(whole).await?;
-                if plan.list.is_empty() {
-                    self.out.send(&SyncMessage::CatchUpDone)?;
+                // Always answer Buckets with Entries (maybe empty) and Entries with
+                // CatchUpDone: if the two sides' bucket plans differ because something
+                // changed meanwhile, neither waits for a message that never comes.
+                let entries = if plan.list.is_empty() {
+                    Vec::new()
                 } else {
-                    let entries = self
-                        .store
+                    self.store
                         .entries_in(plan.list.clone(), self.config.scope)
-                        .await?;
-                    self.out.send(&SyncMessage::Entries {
-                        buckets: plan.list,
-                        entries,
-                    })?;
-                }
+                        .await?
+                };
+                self.out.send(&SyncMessage::Entries {
+                    buckets: plan.list,
+                    entries,
+                })?;
             }
             SyncMessage::Entries { buckets, entries } => {
                 let mine = self.store.entries_in(buckets, self.config.scope).await?;

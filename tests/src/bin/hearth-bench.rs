@@ -384,7 +384,13 @@ fn automerge_repo(docs: usize, work: &Path) -> anyhow::Result<Vec<(String, f64)>
     std::fs::create_dir_all(&wd)?;
     let out = Command::new("node")
         .arg(js.join("amr-bench.mjs"))
-        .args(["--docs", &docs.to_string(), "--workdir"])
+        .args([
+            "--docs",
+            &docs.to_string(),
+            "--timeout-s",
+            "1800",
+            "--workdir",
+        ])
         .arg(&wd)
         .stderr(std::process::Stdio::inherit())
         .output()
