@@ -395,3 +395,63 @@ async fn bad_frames_end_the_session_with_a_clear_error() {
             .expect("usable");
     }
 }
+
+/// Deterministic pseudo-random concurrent edits on two offline replicas, several rounds:
+/// after each reconnect both hold the same text and the same heads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_concurrent_splices_converge() {
+    let a = replica();
+    let b = replica();
+    let note = a
+        .store
+        .create(Note {
+            title: "fuzz".into(),
+            content: "seed text".into(),
+            project: None,
+        })
+        .await
+        .expect("note");
+    let mut l = connect(&a.store, &b.store);
+    l.caught_up().await;
+    l.close().await;
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n.max(1) as u64) as usize
+    };
+    for round in 0..3 {
+        for (side, store) in [("a", &a.store), ("b", &b.store)] {
+            for i in 0..30 {
+                let len = note_content(store, note.id).await.chars().count();
+                let pos = next(len + 1);
+                let delete = next((len - pos).min(5) + 1);
+                let insert = format!("{side}{round}{i}é");
+                store
+                    .update(
+                        note.id,
+                        NotePatch {
+                            content: Some(TextEdit::Splice {
+                                pos,
+                                delete,
+                                insert,
+                            }),
+                            ..NotePatch::default()
+                        },
+                    )
+                    .await
+                    .expect("splice");
+            }
+        }
+        let mut l = connect(&a.store, &b.store);
+        l.caught_up().await;
+        let (sa, sb) = (a.store.clone(), b.store.clone());
+        wait_for(|| sa.heads_blocking(note.id).ok() == sb.heads_blocking(note.id).ok()).await;
+        assert_eq!(
+            note_content(&a.store, note.id).await,
+            note_content(&b.store, note.id).await
+        );
+        l.close().await;
+    }
+}
