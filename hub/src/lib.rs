@@ -1,8 +1,9 @@
 //! hearth-hub: the daemon on the owner's home machine.
 //!
-//! Today it owns the document store, serves `hearth/sync/1` to allowlisted nodes over
-//! iroh, and serves the document API over HTTP. The agent, pairing, channels and the
-//! scheduler arrive in later issues.
+//! Today it owns the document store and the device registry, pairs devices over
+//! `hearth/pair/1`, serves `hearth/sync/1` to paired devices over iroh, advertises itself
+//! over mDNS, and serves the document and device API over HTTP. The agent (so far its
+//! model providers), channels and the scheduler grow here next.
 //!
 //! - [`settings`]: the one place configuration is read (flags and `HEARTH_*` variables);
 //! - [`devices`]: paired devices, pairing requests and tickets (`hub.db`);
@@ -12,12 +13,14 @@
 //! - [`sync_service`]: the `hearth/sync/1` handler;
 //! - [`http`]: the hub-only HTTP routes (devices), merged with `hearth_ui::router`;
 //! - [`launch`]: starts everything and shuts it down in order;
-//! - [`cli`]: the `hearth-hub` command line.
+//! - [`cli`]: the `hearth-hub` command line;
+//! - [`agent`]: the agent's parts; so far the model providers.
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
 //! that is not a paired, unrevoked device gets past the TLS handshake hook.
 
 pub mod access;
+pub mod agent;
 pub mod cli;
 pub mod devices;
 pub mod http;

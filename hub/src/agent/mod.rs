@@ -1,0 +1,5 @@
+//! The agent's building blocks. Today: model providers ([`provider`]) with streaming and
+//! tool calls. The tool loop, system tools, approvals and memory build on this next.
+
+pub mod provider;
+pub mod sse;
