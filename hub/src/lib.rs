@@ -14,7 +14,8 @@
 //! - [`http`]: the hub-only HTTP routes (devices), merged with `hearth_ui::router`;
 //! - [`launch`]: starts everything and shuts it down in order;
 //! - [`cli`]: the `hearth-hub` command line;
-//! - [`agent`]: the agent's parts; so far the model providers.
+//! - [`agent`]: the agent's parts; so far the model providers;
+//! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest.
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
 //! that is not a paired, unrevoked device gets past the TLS handshake hook.
@@ -25,6 +26,7 @@ pub mod cli;
 pub mod devices;
 pub mod http;
 pub mod pair_service;
+pub mod secrets;
 pub mod settings;
 pub mod sync_service;
 

@@ -1,0 +1,390 @@
+//! Secrets at rest: provider keys and project secrets, encrypted with AES-256-GCM.
+//!
+//! The key is derived (HKDF-SHA256) from a 32-byte server secret in
+//! `$HEARTH_HOME/server.secret` (mode 0600, created on first start, never logged). Each
+//! value has its own random 96-bit nonce, and its slot (`scope`, `name`) is bound in as
+//! associated data, so a ciphertext copied into another slot does not decrypt.
+//! [`SecretValue`] prints as `********`; [`Redactor`] scrubs known values out of text
+//! (tool output, logs) before it goes anywhere. This module never logs a value.
+
+use std::{
+    fs,
+    io::Write,
+    path::{Path, PathBuf},
+    sync::{Mutex, MutexGuard},
+};
+
+use aes_gcm::{
+    aead::{Aead, KeyInit, Payload},
+    Aes256Gcm, Nonce,
+};
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// What a masked secret shows.
+pub const MASK: &str = "********";
+
+/// Why a secret operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SecretError {
+    /// The server secret file could not be read or created.
+    #[error("server secret {path}: {reason}")]
+    ServerSecret {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The database failed.
+    #[error("secret storage: {0}")]
+    Db(#[from] rusqlite::Error),
+    /// Decryption failed: wrong server secret or tampered data.
+    #[error("secret {scope}/{name} cannot be decrypted (was server.secret replaced?)")]
+    Decrypt {
+        /// Its scope.
+        scope: String,
+        /// Its name.
+        name: String,
+    },
+    /// Bad input.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A secret value: shown masked, revealed only on purpose.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretValue(String);
+
+impl SecretValue {
+    /// Wraps a value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    /// The value itself, for the one place that needs it (an HTTP header, say).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(MASK)
+    }
+}
+
+impl std::fmt::Display for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(MASK)
+    }
+}
+
+fn load_or_create_server_secret(path: &Path) -> Result<[u8; 32], SecretError> {
+    let err = |reason: String| SecretError::ServerSecret {
+        path: path.to_path_buf(),
+        reason,
+    };
+    match fs::read(path) {
+        Ok(bytes) => bytes
+            .as_slice()
+            .try_into()
+            .map_err(|_| err(format!("{} bytes, expected 32", bytes.len()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut secret = [0u8; 32];
+            getrandom::fill(&mut secret).map_err(|e| err(e.to_string()))?;
+            if let Some(dir) = path.parent() {
+                fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
+            }
+            let tmp = path.with_extension("tmp");
+            let mut opts = fs::OpenOptions::new();
+            opts.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                opts.mode(0o600);
+            }
+            let mut f = opts.open(&tmp).map_err(|e| err(e.to_string()))?;
+            f.write_all(&secret)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| err(e.to_string()))?;
+            fs::rename(&tmp, path).map_err(|e| err(e.to_string()))?;
+            Ok(secret)
+        }
+        Err(e) => Err(err(e.to_string())),
+    }
+}
+
+/// Encrypted secrets in `hub.db`.
+pub struct SecretStore {
+    cipher: Aes256Gcm,
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SecretStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretStore")
+    }
+}
+
+fn aad(scope: &str, name: &str) -> Vec<u8> {
+    format!("hearth-secret/1\0{scope}\0{name}").into_bytes()
+}
+
+impl SecretStore {
+    /// Opens the store in `db`, keyed by the server secret at `secret_file`.
+    pub fn open(db: &Path, secret_file: &Path) -> Result<Self, SecretError> {
+        let server_secret = load_or_create_server_secret(secret_file)?;
+        let hk = hkdf::Hkdf::<sha2::Sha256>::new(Some(b"hearth"), &server_secret);
+        let mut key = [0u8; 32];
+        hk.expand(b"secrets/aes-256-gcm/1", &mut key)
+            .map_err(|e| SecretError::Invalid(format!("key derivation: {e}")))?;
+        let cipher =
+            Aes256Gcm::new_from_slice(&key).map_err(|e| SecretError::Invalid(e.to_string()))?;
+        let conn = Connection::open(db)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS secrets (
+                scope TEXT NOT NULL,
+                name TEXT NOT NULL,
+                nonce BLOB NOT NULL,
+                ciphertext BLOB NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (scope, name)
+            );",
+        )?;
+        Ok(Self {
+            cipher,
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stores (or replaces) a secret.
+    pub fn set(&self, scope: &str, name: &str, value: &SecretValue) -> Result<(), SecretError> {
+        if name.is_empty() || name.len() > 128 {
+            return Err(SecretError::Invalid(
+                "a secret name is 1-128 characters".into(),
+            ));
+        }
+        let mut nonce = [0u8; 12];
+        getrandom::fill(&mut nonce)
+            .map_err(|e| SecretError::Invalid(format!("randomness: {e}")))?;
+        let ciphertext = self
+            .cipher
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: value.expose().as_bytes(),
+                    aad: &aad(scope, name),
+                },
+            )
+            .map_err(|_| SecretError::Invalid("encryption failed".into()))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        self.lock().execute(
+            "INSERT INTO secrets (scope, name, nonce, ciphertext, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(scope, name) DO UPDATE SET nonce = excluded.nonce,
+               ciphertext = excluded.ciphertext, updated_at = excluded.updated_at",
+            params![scope, name, &nonce[..], ciphertext, now],
+        )?;
+        Ok(())
+    }
+
+    /// Reads a secret.
+    pub fn get(&self, scope: &str, name: &str) -> Result<Option<SecretValue>, SecretError> {
+        let row: Option<(Vec<u8>, Vec<u8>)> = self
+            .lock()
+            .query_row(
+                "SELECT nonce, ciphertext FROM secrets WHERE scope = ?1 AND name = ?2",
+                params![scope, name],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let Some((nonce, ciphertext)) = row else {
+            return Ok(None);
+        };
+        let fail = || SecretError::Decrypt {
+            scope: scope.to_string(),
+            name: name.to_string(),
+        };
+        if nonce.len() != 12 {
+            return Err(fail());
+        }
+        let plain = self
+            .cipher
+            .decrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: &ciphertext,
+                    aad: &aad(scope, name),
+                },
+            )
+            .map_err(|_| fail())?;
+        String::from_utf8(plain)
+            .map(|s| Some(SecretValue(s)))
+            .map_err(|_| fail())
+    }
+
+    /// Names of the secrets in `scope` (values stay hidden).
+    pub fn names(&self, scope: &str) -> Result<Vec<String>, SecretError> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare("SELECT name FROM secrets WHERE scope = ?1 ORDER BY name")?;
+        let names = stmt
+            .query_map([scope], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(names)
+    }
+
+    /// Deletes a secret; returns whether it existed.
+    pub fn delete(&self, scope: &str, name: &str) -> Result<bool, SecretError> {
+        Ok(self.lock().execute(
+            "DELETE FROM secrets WHERE scope = ?1 AND name = ?2",
+            params![scope, name],
+        )? > 0)
+    }
+
+    /// A redactor knowing every stored value (of every scope).
+    pub fn redactor(&self) -> Result<Redactor, SecretError> {
+        let slots: Vec<(String, String)> = {
+            let conn = self.lock();
+            let mut stmt = conn.prepare("SELECT scope, name FROM secrets")?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            rows
+        };
+        let mut values = Vec::new();
+        for (scope, name) in slots {
+            if let Some(v) = self.get(&scope, &name)? {
+                values.push(v);
+            }
+        }
+        Ok(Redactor::new(values))
+    }
+}
+
+/// Replaces known secret values in text with `[REDACTED]`.
+#[derive(Clone, Default)]
+pub struct Redactor {
+    values: Vec<SecretValue>,
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Redactor({} values)", self.values.len())
+    }
+}
+
+impl Redactor {
+    /// A redactor for these values; values shorter than 4 characters are ignored (they
+    /// would match ordinary text).
+    pub fn new(values: Vec<SecretValue>) -> Self {
+        let mut values: Vec<SecretValue> = values
+            .into_iter()
+            .filter(|v| v.0.chars().count() >= 4)
+            .collect();
+        // Longest first, so a value containing another is replaced whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.0.len()));
+        Self { values }
+    }
+
+    /// `text` with every known value replaced.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for v in &self.values {
+            if out.contains(v.expose()) {
+                out = out.replace(v.expose(), "[REDACTED]");
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(dir: &tempfile::TempDir) -> SecretStore {
+        SecretStore::open(
+            &dir.path().join("hub.db"),
+            &dir.path().join("server.secret"),
+        )
+        .expect("open")
+    }
+
+    #[test]
+    fn round_trip_masking_and_file_mode() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = store(&dir);
+        let key = SecretValue::new("sk-ant-very-secret-123");
+        s.set("provider", "anthropic", &key).expect("set");
+        assert_eq!(
+            s.get("provider", "anthropic").expect("get"),
+            Some(key.clone())
+        );
+        assert_eq!(format!("{key:?} {key}"), "******** ********");
+        assert_eq!(s.names("provider").expect("names"), ["anthropic"]);
+        // Stored encrypted: the plaintext is nowhere in the database file.
+        let raw = std::fs::read(dir.path().join("hub.db")).expect("read");
+        assert!(!raw
+            .windows(key.expose().len())
+            .any(|w| w == key.expose().as_bytes()));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join("server.secret"))
+                .expect("meta")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // Reopening with the same server secret reads it back.
+        drop(s);
+        assert_eq!(
+            store(&dir).get("provider", "anthropic").expect("get"),
+            Some(key)
+        );
+    }
+
+    #[test]
+    fn tampering_moving_or_a_new_server_secret_fail_clearly() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = store(&dir);
+        s.set("provider", "openai", &SecretValue::new("sk-openai-abc"))
+            .expect("set");
+        // Copy the ciphertext into another slot: associated data no longer matches.
+        s.lock()
+            .execute(
+                "INSERT INTO secrets SELECT 'project-x', name, nonce, ciphertext, updated_at FROM secrets",
+                [],
+            )
+            .expect("copy");
+        assert!(matches!(
+            s.get("project-x", "openai"),
+            Err(SecretError::Decrypt { .. })
+        ));
+        drop(s);
+        std::fs::remove_file(dir.path().join("server.secret")).expect("rm");
+        let s = store(&dir);
+        let err = s.get("provider", "openai").expect_err("new server secret");
+        assert!(err.to_string().contains("cannot be decrypted"), "{err}");
+        assert!(s.delete("provider", "openai").expect("delete"));
+        assert_eq!(s.get("provider", "openai").expect("get"), None);
+    }
+
+    #[test]
+    fn redaction() {
+        let r = Redactor::new(vec![
+            SecretValue::new("hunter2hunter2"),
+            SecretValue::new("abc"),
+        ]);
+        assert_eq!(
+            r.redact("token=hunter2hunter2; abc stays"),
+            "token=[REDACTED]; abc stays"
+        );
+    }
+}
