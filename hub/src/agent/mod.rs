@@ -1,5 +1,6 @@
 //! The agent's building blocks. Today: model providers ([`provider`]) with streaming and
 //! tool calls. The tool loop, system tools, approvals and memory build on this next.
 
+pub mod note_ops;
 pub mod provider;
 pub mod sse;
