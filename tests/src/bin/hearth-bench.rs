@@ -190,7 +190,33 @@ fn sync_bench(opts: &Opts) -> anyhow::Result<()> {
         format!("{:.3}", lat.iter().sum::<f64>() / lat.len() as f64),
         "ms",
     );
-    drop((sa, sb));
+    // One hop for reference: an edit made on the hub's store, visible on node B.
+    let sh = DocumentStore::open(hub_home.join("hearth.db"))?;
+    let mut hop = Vec::with_capacity(opts.edits / 2);
+    for i in 0..opts.edits / 2 {
+        let t0 = Instant::now();
+        sh.update_blocking(
+            note.id,
+            NotePatch {
+                content: Some(TextEdit::Append(format!("h{i} "))),
+                ..NotePatch::default()
+            },
+        )?;
+        wait_same_heads(&sh, &sb, note.id, Duration::from_secs(10))?;
+        hop.push(t0.elapsed().as_secs_f64() * 1000.0);
+    }
+    hop.sort_by(f64::total_cmp);
+    figure(
+        "sync_hub_to_node_p50",
+        format!("{:.3}", percentile(&hop, 0.5)),
+        "ms",
+    );
+    figure(
+        "sync_hub_to_node_p99",
+        format!("{:.3}", percentile(&hop, 0.99)),
+        "ms",
+    );
+    drop((sa, sb, sh));
     pa.terminate();
     pb.terminate();
     hub.proc.terminate();
