@@ -179,6 +179,20 @@ pub enum TextEdit {
     },
     /// Append text at the end.
     Append(String),
+    /// Several splices in order, each against the text the previous ones left (the
+    /// agent's patch operations); applied as one change.
+    Splices(Vec<TextSplice>),
+}
+
+/// One splice of [`TextEdit::Splices`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextSplice {
+    /// Position in characters.
+    pub pos: usize,
+    /// Characters to delete.
+    pub delete: usize,
+    /// Text to insert.
+    pub insert: String,
 }
 
 /// One field edit; typed patches turn into a list of these.
@@ -331,6 +345,25 @@ fn write_map(
     Ok(())
 }
 
+fn splice_checked(
+    doc: &mut AutoCommit,
+    obj: &automerge::ObjId,
+    key: &'static str,
+    pos: usize,
+    delete: usize,
+    insert: &str,
+) -> Result<(), StoreError> {
+    let len = doc.length(obj);
+    if pos > len || pos.saturating_add(delete) > len {
+        return Err(StoreError::invalid(
+            key,
+            format!("splice {pos}+{delete} is outside the text of {len} characters"),
+        ));
+    }
+    doc.splice_text(obj, pos, delete as isize, insert)?;
+    Ok(())
+}
+
 /// Applies one field edit to a document inside the caller's transaction.
 pub(crate) fn apply_edit(doc: &mut AutoCommit, edit: &FieldEdit) -> Result<(), StoreError> {
     match edit {
@@ -353,16 +386,11 @@ pub(crate) fn apply_edit(doc: &mut AutoCommit, edit: &FieldEdit) -> Result<(), S
                     pos,
                     delete,
                     insert,
-                } => {
-                    if *pos > len || pos.saturating_add(*delete) > len {
-                        return Err(StoreError::invalid(
-                            key,
-                            format!(
-                                "splice {pos}+{delete} is outside the text of {len} characters"
-                            ),
-                        ));
+                } => splice_checked(doc, &obj, key, *pos, *delete, insert)?,
+                TextEdit::Splices(splices) => {
+                    for sp in splices {
+                        splice_checked(doc, &obj, key, sp.pos, sp.delete, &sp.insert)?;
                     }
-                    doc.splice_text(&obj, *pos, *delete as isize, insert)?;
                 }
             }
         }

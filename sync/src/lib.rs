@@ -19,7 +19,7 @@ pub mod summary;
 
 pub use entity::{
     Contact, ContactPatch, DocId, Entity, Kind, Note, NotePatch, Patch, Project, ProjectPatch,
-    Record, Skill, SkillPatch, Task, TaskPatch, TaskStatus, TextEdit,
+    Record, Skill, SkillPatch, Task, TaskPatch, TaskStatus, TextEdit, TextSplice,
 };
 pub use error::{SessionError, StoreError};
 pub use session::{read_frame, run_session, SessionConfig, SessionEvent, SessionStats};

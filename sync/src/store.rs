@@ -1389,6 +1389,16 @@ impl DocumentStore {
         Ok(out)
     }
 
+    /// Project `root` and every project below it: what a device scoped to `root`, or the
+    /// agent invoked in `root`, may see.
+    pub fn subtree_blocking(&self, root: DocId) -> Result<HashSet<DocId>, StoreError> {
+        let inner = self.lock();
+        Ok(subtree(&inner.conn, &root)?
+            .into_iter()
+            .filter_map(|h| h.parse().ok())
+            .collect())
+    }
+
     /// Whether document `id` is visible to a peer scoped to `scope`.
     pub async fn in_scope(&self, id: DocId, scope: Option<DocId>) -> Result<bool, StoreError> {
         let Some(root) = scope else {

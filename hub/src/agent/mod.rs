@@ -4,3 +4,4 @@
 pub mod note_ops;
 pub mod provider;
 pub mod sse;
+pub mod tools;

@@ -1,0 +1,227 @@
+//! The agent's note and task tools: they work inside the invoking project and its
+//! children, and cannot read or change anything of its parent or siblings (each is
+//! reported as not found, revealing nothing).
+
+use hearth_hub::agent::tools::{call, catalog, Risk, ToolContext, ToolError};
+use hearth_sync::{DocumentStore, Note, Project, Task};
+use serde_json::{json, Value};
+
+struct World {
+    _dir: tempfile::TempDir,
+    store: DocumentStore,
+    x: String,
+    notes: [String; 4], // parent, x, sibling, child
+    tasks: [String; 4],
+}
+
+fn world() -> World {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = DocumentStore::open(dir.path().join("hearth.db")).expect("open");
+    let p = |name: &str, parent| {
+        store
+            .create_blocking(Project {
+                name: name.into(),
+                parent,
+                instructions: String::new(),
+            })
+            .expect("project")
+            .id
+    };
+    let parent = p("home", None);
+    let x = p("work", Some(parent));
+    let sibling = p("personal", Some(parent));
+    let child = p("clients", Some(x));
+    let mut notes = Vec::new();
+    let mut tasks = Vec::new();
+    for (proj, word) in [
+        (parent, "parentword"),
+        (x, "xword"),
+        (sibling, "siblingword"),
+        (child, "childword"),
+    ] {
+        let n = store
+            .create_blocking(Note {
+                project: Some(proj),
+                title: format!("{word} note"),
+                content: format!("# T\n{word} body\n"),
+            })
+            .expect("note");
+        notes.push(n.id.to_string());
+        let t = store
+            .create_blocking(Task {
+                project: Some(proj),
+                name: format!("{word} task"),
+                ..Task::default()
+            })
+            .expect("task");
+        tasks.push(t.id.to_string());
+    }
+    World {
+        _dir: dir,
+        store,
+        x: x.to_string(),
+        notes: notes.try_into().expect("4"),
+        tasks: tasks.try_into().expect("4"),
+    }
+}
+
+async fn run(w: &World, tool: &str, args: Value) -> Result<Value, ToolError> {
+    let ctx = ToolContext {
+        store: w.store.clone(),
+        project: w.x.parse().expect("id"),
+    };
+    call(&ctx, tool, args).await
+}
+
+#[tokio::test]
+async fn tools_work_in_the_project_and_its_children() {
+    let w = world();
+    let created = run(
+        &w,
+        "notes_create",
+        json!({"title": "Plan", "content": "# Plan\n## April 2026\nold\n"}),
+    )
+    .await
+    .expect("create");
+    let id = created["id"].as_str().expect("id").to_string();
+    let updated = run(
+        &w,
+        "notes_update",
+        json!({"id": id, "operations": [
+            {"op": "replace_section", "heading": "## April 2026", "content": "new"},
+            {"op": "append", "text": "done\n"}
+        ]}),
+    )
+    .await
+    .expect("update");
+    assert_eq!(updated["title"], "Plan");
+    let read = run(
+        &w,
+        "notes_read",
+        json!({"id": id, "startLine": 2, "endLine": 3}),
+    )
+    .await
+    .expect("read");
+    assert_eq!(read["content"], "## April 2026\nnew\n");
+    assert_eq!(
+        (read["totalLines"].as_u64(), read["truncated"].as_bool()),
+        (Some(4), Some(true))
+    );
+    // The child project's documents are in reach.
+    let child_note = run(&w, "notes_read", json!({"id": w.notes[3]}))
+        .await
+        .expect("child note");
+    assert!(child_note["content"]
+        .as_str()
+        .expect("text")
+        .contains("childword"));
+    run(
+        &w,
+        "tasks_update",
+        json!({"id": w.tasks[3], "status": "complete"}),
+    )
+    .await
+    .expect("child task");
+    let open = run(&w, "tasks_query", json!({"status": "incomplete"}))
+        .await
+        .expect("query");
+    assert_eq!(open["total"], 1, "{open}");
+    let sub = run(
+        &w,
+        "tasks_create",
+        json!({"name": "sub", "parent": w.tasks[1], "project": "clients"}),
+    )
+    .await
+    .expect("subtask");
+    assert_eq!(sub["status"], "incomplete");
+    assert_eq!(
+        run(&w, "notes_search", json!({"query": "childword"}))
+            .await
+            .expect("search")["data"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
+#[tokio::test]
+async fn no_tool_reaches_the_parent_or_a_sibling() {
+    let w = world();
+    for outside in [0, 2] {
+        let (note, task) = (&w.notes[outside], &w.tasks[outside]);
+        let calls = [
+            ("notes_read", json!({"id": note})),
+            ("notes_update", json!({"id": note, "content": "hijacked"})),
+            (
+                "notes_update",
+                json!({"id": note, "operations": [{"op": "append", "text": "x"}]}),
+            ),
+            ("notes_delete", json!({"id": note})),
+            ("tasks_update", json!({"id": task, "status": "cancelled"})),
+            ("tasks_delete", json!({"id": task})),
+            ("tasks_create", json!({"name": "sneaky", "parent": task})),
+            (
+                "notes_create",
+                json!({"title": "sneaky", "project": "personal"}),
+            ),
+            (
+                "notes_create",
+                json!({"title": "sneaky", "project": "home"}),
+            ),
+            ("tasks_query", json!({"project": "home"})),
+        ];
+        for (tool, args) in calls {
+            let err = run(&w, tool, args.clone()).await.expect_err(tool);
+            assert!(
+                matches!(err, ToolError::NotFound { .. }),
+                "{tool} {args}: {err}"
+            );
+        }
+    }
+    // Listing and search never show them.
+    let notes = run(&w, "notes_query", json!({})).await.expect("query");
+    let titles: Vec<&str> = notes["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .filter_map(|n| n["title"].as_str())
+        .collect();
+    assert_eq!(titles.len(), 2, "{titles:?}");
+    assert!(
+        titles
+            .iter()
+            .all(|t| t.starts_with("xword") || t.starts_with("childword")),
+        "{titles:?}"
+    );
+    for word in ["parentword", "siblingword"] {
+        let hits = run(&w, "notes_search", json!({"query": word}))
+            .await
+            .expect("search");
+        assert_eq!(hits["data"].as_array().map(Vec::len), Some(0), "{word}");
+        let hits = run(&w, "tasks_search", json!({"query": word}))
+            .await
+            .expect("search");
+        assert_eq!(hits["data"].as_array().map(Vec::len), Some(0), "{word}");
+    }
+    // And nothing outside changed.
+    let parent_note = w
+        .store
+        .get_blocking::<Note>(w.notes[0].parse().expect("id"))
+        .expect("get");
+    assert!(!parent_note.deleted && parent_note.value.content.contains("parentword body"));
+}
+
+#[test]
+fn deletes_are_risky_and_opt_in() {
+    for t in catalog() {
+        let destructive = t.name.ends_with("_delete");
+        assert_eq!(t.risk == Risk::Risky, destructive, "{}", t.name);
+        assert_eq!(t.default_on, !destructive, "{}", t.name);
+        assert!(
+            t.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+            "{}",
+            t.name
+        );
+        assert_eq!(t.schema["type"], "object");
+    }
+}
