@@ -4,87 +4,16 @@
 //! overloaded error in the middle of a stream (retried), a rate limit (retried), a
 //! rejected key (not retried) and a missing key.
 
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
-use axum::{
-    body::Body,
-    extract::State,
-    http::{HeaderMap, StatusCode},
-    response::Response,
-    routing::post,
-    Router,
-};
+use common::{serve, Reply};
 use hearth_hub::agent::provider::{
     ChatRequest, Content, Message, ProviderClient, ProviderError, ProviderKind, Retry, Role,
     StreamEvent, ToolSpec,
 };
 use serde_json::json;
-
-/// What the fake server answers, one entry per request, in order.
-#[derive(Clone)]
-enum Reply {
-    Sse(String),
-    Status(u16, String),
-}
-
-#[derive(Clone, Default)]
-struct Fake {
-    replies: Arc<Mutex<Vec<Reply>>>,
-    requests: Arc<Mutex<Vec<(HeaderMap, serde_json::Value)>>>,
-}
-
-async fn answer(State(f): State<Fake>, headers: HeaderMap, body: String) -> Response {
-    let json: serde_json::Value = serde_json::from_str(&body).unwrap_or(json!(null));
-    f.requests.lock().map(|mut r| r.push((headers, json))).ok();
-    let reply = f
-        .replies
-        .lock()
-        .ok()
-        .and_then(|mut r| (!r.is_empty()).then(|| r.remove(0)));
-    match reply {
-        Some(Reply::Sse(text)) => {
-            // Cut into 7-byte chunks so events and UTF-8 sequences straddle chunk borders.
-            let chunks: Vec<Result<Vec<u8>, std::io::Error>> = text
-                .into_bytes()
-                .chunks(7)
-                .map(|c| Ok(c.to_vec()))
-                .collect();
-            Response::builder()
-                .header("content-type", "text/event-stream")
-                .body(Body::from_stream(futures_util::stream::iter(chunks)))
-                .unwrap_or_default()
-        }
-        Some(Reply::Status(code, body)) => Response::builder()
-            .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
-            .header("content-type", "application/json")
-            .body(Body::from(body))
-            .unwrap_or_default(),
-        None => Response::builder()
-            .status(500)
-            .body(Body::from("no scripted reply"))
-            .unwrap_or_default(),
-    }
-}
-
-async fn serve(replies: Vec<Reply>) -> (String, Fake) {
-    let fake = Fake {
-        replies: Arc::new(Mutex::new(replies)),
-        ..Fake::default()
-    };
-    let app = Router::new()
-        .route("/v1/messages", post(answer))
-        .route("/v1/chat/completions", post(answer))
-        .with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (format!("http://{addr}"), fake)
-}
 
 fn request() -> ChatRequest {
     ChatRequest {

@@ -3,5 +3,6 @@
 
 pub mod note_ops;
 pub mod provider;
+pub mod runner;
 pub mod sse;
 pub mod tools;
