@@ -2,7 +2,7 @@
 //! children, and cannot read or change anything of its parent or siblings (each is
 //! reported as not found, revealing nothing).
 
-use hearth_hub::agent::tools::{call, catalog, Risk, ToolContext, ToolError};
+use hearth_hub::agent::tools::{call, catalog, Risk, ToolContext, ToolError, UpdateLog};
 use hearth_sync::{DocumentStore, Note, Project, Task};
 use serde_json::{json, Value};
 
@@ -10,6 +10,7 @@ struct World {
     _dir: tempfile::TempDir,
     store: DocumentStore,
     x: String,
+    updates: std::sync::Arc<UpdateLog>,
     notes: [String; 4], // parent, x, sibling, child
     tasks: [String; 4],
 }
@@ -56,7 +57,10 @@ fn world() -> World {
             .expect("task");
         tasks.push(t.id.to_string());
     }
+    let updates =
+        std::sync::Arc::new(UpdateLog::open(&dir.path().join("hub.db")).expect("updates"));
     World {
+        updates,
         _dir: dir,
         store,
         x: x.to_string(),
@@ -68,6 +72,7 @@ fn world() -> World {
 async fn run(w: &World, tool: &str, args: Value) -> Result<Value, ToolError> {
     let ctx = ToolContext {
         store: w.store.clone(),
+        updates: w.updates.clone(),
         project: w.x.parse().expect("id"),
     };
     call(&ctx, tool, args).await
@@ -224,4 +229,163 @@ fn deletes_are_risky_and_opt_in() {
         );
         assert_eq!(t.schema["type"], "object");
     }
+}
+
+#[tokio::test]
+async fn skills_contacts_instructions_and_updates() {
+    let w = world();
+    // Skills: one in a sibling project (invisible), one global, one created here.
+    let sibling: hearth_sync::DocId = w
+        .store
+        .list_blocking(&hearth_sync::Filter::new(hearth_sync::Kind::Project))
+        .expect("list")
+        .data
+        .iter()
+        .find(|p| p.title == "personal")
+        .expect("personal")
+        .id;
+    w.store
+        .create_blocking(hearth_sync::Skill {
+            project: Some(sibling),
+            name: "diary".into(),
+            description: "private".into(),
+            body: "secret".into(),
+        })
+        .expect("sibling skill");
+    w.store
+        .create_blocking(hearth_sync::Skill {
+            project: None,
+            name: "summarise".into(),
+            description: "Summaries".into(),
+            body: "Summarise $ARGUMENTS briefly.".into(),
+        })
+        .expect("global skill");
+    let read = run(
+        &w,
+        "skills_read",
+        json!({"name": "summarise", "arguments": "the week"}),
+    )
+    .await
+    .expect("global");
+    assert_eq!(read["body"], "Summarise the week briefly.");
+    assert!(matches!(
+        run(&w, "skills_read", json!({"name": "diary"})).await,
+        Err(ToolError::NotFound { .. })
+    ));
+    assert!(matches!(
+        run(&w, "skills_update", json!({"name": "diary", "body": "x"})).await,
+        Err(ToolError::NotFound { .. })
+    ));
+    let found = run(&w, "skills_search", json!({"query": "private"}))
+        .await
+        .expect("search");
+    assert_eq!(found["data"].as_array().map(Vec::len), Some(0));
+    run(
+        &w,
+        "skills_create",
+        json!({"name": "standup", "description": "Daily standup", "body": "Ask about $ARGUMENTS"}),
+    )
+    .await
+    .expect("create");
+    run(
+        &w,
+        "skills_update",
+        json!({"name": "standup", "body": "Ask the team about $ARGUMENTS"}),
+    )
+    .await
+    .expect("update");
+    assert_eq!(
+        run(
+            &w,
+            "skills_read",
+            json!({"name": "standup", "arguments": "blockers"})
+        )
+        .await
+        .expect("read")["body"],
+        "Ask the team about blockers"
+    );
+    assert!(matches!(
+        run(
+            &w,
+            "skills_create",
+            json!({"name": "Bad Name", "description": "d", "body": "b"})
+        )
+        .await,
+        Err(ToolError::Invalid(_))
+    ));
+
+    // Contacts.
+    let c = run(&w, "contacts_create", json!({"name": "Ada Lovelace", "email": "ada@example.org", "company": "Engines Ltd", "tags": ["math"]})).await.expect("contact");
+    let id = c["id"].as_str().expect("id").to_string();
+    run(&w, "contacts_update", json!({"id": id, "phone": "+44 1", "tags": ["math", "friend"], "metadata": {"met": "1833"}})).await.expect("update");
+    let full = run(&w, "contacts_read", json!({"id": id}))
+        .await
+        .expect("read");
+    assert_eq!(
+        (
+            full["phone"].as_str(),
+            full["tags"][1].as_str(),
+            full["metadata"]["met"].as_str()
+        ),
+        (Some("+44 1"), Some("friend"), Some("1833"))
+    );
+    assert_eq!(
+        run(&w, "contacts_query", json!({"tag": "friend"}))
+            .await
+            .expect("q")["total"],
+        1
+    );
+    assert_eq!(
+        run(&w, "contacts_query", json!({"company": "engines"}))
+            .await
+            .expect("q")["total"],
+        1
+    );
+    assert_eq!(
+        run(&w, "contacts_query", json!({"query": "nobody"}))
+            .await
+            .expect("q")["total"],
+        0
+    );
+
+    // Project instructions: read, then replace.
+    assert_eq!(
+        run(&w, "project_instructions_update", json!({}))
+            .await
+            .expect("read")["instructions"],
+        ""
+    );
+    run(
+        &w,
+        "project_instructions_update",
+        json!({"instructions": "Prefer short answers."}),
+    )
+    .await
+    .expect("write");
+    assert_eq!(
+        run(&w, "project_instructions_update", json!({}))
+            .await
+            .expect("read")["instructions"],
+        "Prefer short answers."
+    );
+
+    // Updates: published here; a task of a sibling cannot be referenced.
+    run(
+        &w,
+        "updates_publish",
+        json!({"text": "Shipped v1", "taskId": w.tasks[1]}),
+    )
+    .await
+    .expect("publish");
+    assert!(matches!(
+        run(
+            &w,
+            "updates_publish",
+            json!({"text": "x", "taskId": w.tasks[2]})
+        )
+        .await,
+        Err(ToolError::NotFound { .. })
+    ));
+    let ups = run(&w, "updates_query", json!({})).await.expect("query");
+    assert_eq!(ups["data"][0]["text"], "Shipped v1");
 }

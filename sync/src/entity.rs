@@ -948,6 +948,8 @@ impl Patch for ContactPatch {
 /// A skill: named instructions the agent can load.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Skill {
+    /// Owning project; `None` makes the skill available in every project.
+    pub project: Option<DocId>,
     /// Slug: lowercase letters, digits, hyphens.
     pub name: String,
     /// One-line description.
@@ -959,12 +961,14 @@ pub struct Skill {
 impl Entity for Skill {
     const KIND: Kind = Kind::Skill;
     fn write_new(&self, doc: &mut AutoCommit) -> Result<(), StoreError> {
+        write_id(doc, "project", self.project)?;
         write_str(doc, "name", Some(&self.name))?;
         write_text(doc, "description", &self.description)?;
         write_text(doc, "body", &self.body)
     }
     fn read(doc: &AutoCommit) -> Self {
         Self {
+            project: read_id(doc, "project"),
             name: read_str(doc, "name").unwrap_or_default(),
             description: read_text(doc, "description"),
             body: read_text(doc, "body"),
@@ -975,6 +979,7 @@ impl Entity for Skill {
     }
     fn derive(&self) -> Derived {
         Derived {
+            project: self.project,
             title: self.name.clone(),
             body: format!("{}\n{}", self.description, self.body),
             ..Derived::default()

@@ -332,6 +332,7 @@ fn contacts_and_skills() {
             name: "weekly-review".into(),
             description: "Review the week".into(),
             body: "Summarise $ARGUMENTS".into(),
+            project: None,
         })
         .expect("skill");
     let sk2 = s

@@ -154,6 +154,7 @@ pub struct Agent {
     store: DocumentStore,
     provider: ProviderClient,
     config: AgentConfig,
+    updates: Arc<tools::UpdateLog>,
     db: Mutex<Connection>,
     events: broadcast::Sender<AgentEvent>,
     channels: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -225,10 +226,12 @@ impl Agent {
                 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
         )?;
         let (events, _) = broadcast::channel(4096);
+        let updates = Arc::new(tools::UpdateLog::open(db)?);
         Ok(Self {
             store,
             provider,
             config,
+            updates,
             db: Mutex::new(conn),
             events,
             channels: Mutex::new(HashMap::new()),
@@ -395,6 +398,7 @@ impl Agent {
             .collect();
         let ctx = ToolContext {
             store: self.store.clone(),
+            updates: self.updates.clone(),
             project,
         };
         let mut messages = self.history(channel)?;

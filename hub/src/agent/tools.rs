@@ -1,18 +1,25 @@
-//! System tools over the document store: notes and tasks (contacts, skills, project
-//! instructions and updates join next), each confined to the project the agent was
-//! invoked for and its children.
+//! System tools over the document store (notes, tasks, contacts, skills, project
+//! instructions) and the hub's update log, each confined to the project the agent was
+//! invoked for and its children (contacts, and skills without a project, are shared by
+//! every project).
 //!
 //! Every tool works through [`DocumentStore`], so an agent's edit replicates like any
 //! other. A document outside the invoking project's subtree is reported as not found:
 //! the model learns nothing about parents or siblings, not even that they exist.
 //! Tools never see secrets and return JSON values the agent loop serialises.
 
-use std::collections::HashSet;
+use std::{
+    collections::{BTreeMap, HashSet},
+    path::Path,
+    sync::{Arc, Mutex},
+};
 
 use hearth_sync::{
-    store::Listed, DocId, DocumentStore, Filter, Kind, Note, NotePatch, StoreError, Task,
-    TaskPatch, TaskStatus, TextEdit, TextSplice,
+    store::Listed, Contact, ContactPatch, DocId, DocumentStore, Filter, Kind, Note, NotePatch,
+    Project, ProjectPatch, Skill, SkillPatch, StoreError, Task, TaskPatch, TaskStatus, TextEdit,
+    TextSplice,
 };
+use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 
 use super::note_ops::{self, NoteOp};
@@ -79,13 +86,88 @@ impl From<note_ops::NoteOpError> for ToolError {
     }
 }
 
-/// Where a tool runs: the store and the invoking project.
+/// Where a tool runs: the store, the update log and the invoking project.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     /// The store.
     pub store: DocumentStore,
+    /// The project update log.
+    pub updates: Arc<UpdateLog>,
     /// The project the agent was invoked for.
     pub project: DocId,
+}
+
+/// Project updates ("what happened"), hub-only, in `hub.db`.
+#[derive(Debug)]
+pub struct UpdateLog {
+    conn: Mutex<Connection>,
+}
+
+impl UpdateLog {
+    /// Opens the log in `db`.
+    pub fn open(db: &Path) -> Result<Self, rusqlite::Error> {
+        let conn = Connection::open(db)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS updates (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                project TEXT NOT NULL,
+                task TEXT,
+                text TEXT NOT NULL,
+                created_at INTEGER NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS updates_project ON updates(project, id);",
+        )?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn publish(&self, project: &DocId, task: Option<&DocId>, text: &str) -> Result<i64, ToolError> {
+        let conn = self
+            .conn
+            .lock()
+            .map_err(|_| ToolError::Invalid("update log unavailable".into()))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        conn.execute(
+            "INSERT INTO updates (project, task, text, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![project.to_string(), task.map(|t| t.to_string()), text, now],
+        )
+        .map_err(|e| ToolError::Invalid(e.to_string()))?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    fn query(&self, visible: &HashSet<DocId>, limit: u32) -> Result<Vec<Value>, ToolError> {
+        let conn = self
+            .conn
+            .lock()
+            .map_err(|_| ToolError::Invalid("update log unavailable".into()))?;
+        let mut stmt = conn
+            .prepare("SELECT id, project, task, text, created_at FROM updates ORDER BY id DESC")
+            .map_err(|e| ToolError::Invalid(e.to_string()))?;
+        let mut rows = stmt
+            .query([])
+            .map_err(|e| ToolError::Invalid(e.to_string()))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(|e| ToolError::Invalid(e.to_string()))? {
+            let project: String = r.get(1).map_err(|e| ToolError::Invalid(e.to_string()))?;
+            if !project.parse::<DocId>().is_ok_and(|p| visible.contains(&p)) {
+                continue;
+            }
+            let id: i64 = r.get(0).unwrap_or(0);
+            let task: Option<String> = r.get(2).ok().flatten();
+            let text: String = r.get(3).unwrap_or_default();
+            let at: i64 = r.get(4).unwrap_or(0);
+            out.push(json!({ "id": id, "project": project, "taskId": task, "text": text, "createdAt": at }));
+            if out.len() >= limit as usize {
+                break;
+            }
+        }
+        Ok(out)
+    }
 }
 
 fn obj(props: Value, required: &[&str]) -> Value {
@@ -128,6 +210,30 @@ pub fn catalog() -> Vec<ToolInfo> {
         t("tasks_update", "Update a task's name, status, due date or notes.", Risk::Safe, true,
           obj(json!({"id": s, "name": s, "status": s, "due": s, "notes": s}), &["id"])),
         t("tasks_delete", "Delete a task.", Risk::Risky, false, obj(json!({"id": s}), &["id"])),
+        t("contacts_create", "Create a contact with a name and optional fields, tags and metadata.", Risk::Safe, true,
+          obj(json!({"name": s, "email": s, "phone": s, "company": s, "title": s, "website": s, "address": s,
+                     "notes": s, "tags": {"type": "array", "items": s}, "metadata": {"type": "object"}}), &["name"])),
+        t("contacts_query", "Find contacts by name, email, company or tag.", Risk::Safe, true,
+          obj(json!({"query": s, "tag": s, "company": s, "limit": n, "offset": n}), &[])),
+        t("contacts_read", "Read a contact with its tags and notes.", Risk::Safe, true, obj(json!({"id": s}), &["id"])),
+        t("contacts_update", "Update a contact's fields, tags and/or notes.", Risk::Safe, true,
+          obj(json!({"id": s, "name": s, "email": s, "phone": s, "company": s, "title": s, "website": s,
+                     "address": s, "notes": s, "tags": {"type": "array", "items": s}, "metadata": {"type": "object"}}), &["id"])),
+        t("contacts_delete", "Delete a contact.", Risk::Risky, false, obj(json!({"id": s}), &["id"])),
+        t("skills_search", "Search skills by name, description and body.", Risk::Safe, true,
+          obj(json!({"query": s, "limit": n}), &["query"])),
+        t("skills_read", "Read a skill by name or id; `arguments` replaces $ARGUMENTS in its body.", Risk::Safe, true,
+          obj(json!({"name": s, "arguments": s}), &["name"])),
+        t("skills_create", "Create a skill (name: lowercase letters, digits, hyphens) in this project.", Risk::Safe, true,
+          obj(json!({"name": s, "description": s, "body": s}), &["name", "description", "body"])),
+        t("skills_update", "Update a skill's description or body.", Risk::Safe, true,
+          obj(json!({"name": s, "description": s, "body": s}), &["name"])),
+        t("project_instructions_update", "Read this project's instructions (omit `instructions`) or replace them.", Risk::Safe, true,
+          obj(json!({"instructions": s}), &[])),
+        t("updates_publish", "Publish an update for this project, optionally about a task.", Risk::Safe, true,
+          obj(json!({"text": s, "taskId": s}), &["text"])),
+        t("updates_query", "Recent updates of this project and its children, newest first.", Risk::Safe, true,
+          obj(json!({"limit": n}), &[])),
     ]
 }
 
@@ -235,6 +341,57 @@ impl Scope<'_> {
             return Err(missing());
         }
         Ok(rec)
+    }
+
+    fn contact(&self, id: &str) -> Result<hearth_sync::Record<Contact>, ToolError> {
+        let missing = || ToolError::NotFound {
+            kind: "contact",
+            id: id.to_string(),
+        };
+        let doc = id
+            .parse::<DocId>()
+            .or_else(|_| self.store.resolve_blocking(Kind::Contact, id))
+            .map_err(|_| missing())?;
+        let rec = self
+            .store
+            .get_blocking::<Contact>(doc)
+            .map_err(|_| missing())?;
+        if rec.deleted {
+            return Err(missing());
+        }
+        Ok(rec)
+    }
+
+    /// A skill by name or id: global, or owned by a visible project.
+    fn skill(&self, name: &str) -> Result<hearth_sync::Record<Skill>, ToolError> {
+        let missing = || ToolError::NotFound {
+            kind: "skill",
+            id: name.to_string(),
+        };
+        let candidates: Vec<DocId> = match name
+            .parse::<DocId>()
+            .or_else(|_| self.store.resolve_blocking(Kind::Skill, name))
+        {
+            Ok(id) => vec![id],
+            Err(_) => self
+                .store
+                .list_blocking(&Filter {
+                    limit: 100_000,
+                    ..Filter::new(Kind::Skill)
+                })?
+                .data
+                .into_iter()
+                .filter(|l| l.title == name)
+                .map(|l| l.id)
+                .collect(),
+        };
+        candidates
+            .into_iter()
+            .filter_map(|id| self.store.get_blocking::<Skill>(id).ok())
+            // The closest owner wins: this project's skill over a global one.
+            .filter(|r| !r.deleted && r.value.project.is_none_or(|p| self.visible.contains(&p)))
+            .max_by_key(|r| r.value.project.is_some())
+            .ok_or_else(missing)
     }
 
     fn list(
@@ -424,6 +581,188 @@ fn call_blocking(ctx: &ToolContext, name: &str, args: &Value) -> Result<Value, T
             store.delete_blocking(Kind::Task, rec.id)?;
             Ok(json!({ "deleted": rec.id.to_string() }))
         }
+        "contacts_create" => {
+            let c = contact_from(
+                args,
+                Contact {
+                    name: need_str(args, "name")?.to_string(),
+                    ..Contact::default()
+                },
+            )?;
+            let rec = store.create_blocking(c)?;
+            Ok(json!({ "id": rec.id.to_string(), "name": rec.value.name }))
+        }
+        "contacts_query" => {
+            let q = arg_str(args, "query").map(str::to_lowercase);
+            let tag = arg_str(args, "tag").map(str::to_lowercase);
+            let company = arg_str(args, "company").map(str::to_lowercase);
+            let limit = arg_u32(args, "limit", 50, 500) as usize;
+            let offset = arg_u32(args, "offset", 0, u32::MAX) as usize;
+            let all = store.list_blocking(&Filter {
+                limit: 100_000,
+                ..Filter::new(Kind::Contact)
+            })?;
+            let mut hits = Vec::new();
+            for l in &all.data {
+                let c = store.get_blocking::<Contact>(l.id)?.value;
+                let has = |field: &Option<String>, needle: &str| {
+                    field
+                        .as_deref()
+                        .is_some_and(|f| f.to_lowercase().contains(needle))
+                };
+                let ok = q.as_deref().is_none_or(|q| {
+                    c.name.to_lowercase().contains(q) || has(&c.email, q) || has(&c.company, q)
+                }) && tag
+                    .as_deref()
+                    .is_none_or(|t| c.tags.iter().any(|x| x.to_lowercase() == t))
+                    && company.as_deref().is_none_or(|co| has(&c.company, co));
+                if ok {
+                    hits.push(
+                        json!({ "id": l.id.to_string(), "name": c.name, "email": c.email,
+                                      "company": c.company, "tags": c.tags }),
+                    );
+                }
+            }
+            let total = hits.len();
+            let data: Vec<Value> = hits.into_iter().skip(offset).take(limit).collect();
+            Ok(json!({ "data": data, "total": total, "limit": limit, "offset": offset }))
+        }
+        "contacts_read" => {
+            let rec = scope.contact(need_str(args, "id")?)?;
+            Ok(contact_json(&rec.id, &rec.value))
+        }
+        "contacts_update" => {
+            let rec = scope.contact(need_str(args, "id")?)?;
+            let merged = contact_from(args, rec.value.clone())?;
+            let old = rec.value;
+            let ch = |new: &Option<String>, old: &Option<String>| (new != old).then(|| new.clone());
+            let patch = ContactPatch {
+                name: (merged.name != old.name).then(|| merged.name.clone()),
+                email: ch(&merged.email, &old.email),
+                phone: ch(&merged.phone, &old.phone),
+                company: ch(&merged.company, &old.company),
+                title: ch(&merged.title, &old.title),
+                website: ch(&merged.website, &old.website),
+                address: ch(&merged.address, &old.address),
+                notes: (merged.notes != old.notes).then(|| TextEdit::Replace(merged.notes.clone())),
+                tags: (merged.tags != old.tags).then(|| merged.tags.clone()),
+                metadata: (merged.metadata != old.metadata).then(|| merged.metadata.clone()),
+            };
+            let rec = store.update_blocking(rec.id, patch)?;
+            Ok(contact_json(&rec.id, &rec.value))
+        }
+        "contacts_delete" => {
+            let rec = scope.contact(need_str(args, "id")?)?;
+            store.delete_blocking(Kind::Contact, rec.id)?;
+            Ok(json!({ "deleted": rec.id.to_string() }))
+        }
+        "skills_search" => {
+            let query = need_str(args, "query")?;
+            let limit = arg_u32(args, "limit", 20, 100) as usize;
+            let hits = store.search_blocking(query, Some(Kind::Skill), 1_000)?;
+            let data: Vec<Value> = hits
+                .iter()
+                .filter(|h| h.entity.project.is_none_or(|p| scope.visible.contains(&p)))
+                .take(limit)
+                .map(|h| json!({ "id": h.entity.id.to_string(), "name": h.entity.title, "snippet": h.snippet }))
+                .collect();
+            Ok(json!({ "data": data }))
+        }
+        "skills_read" => {
+            let rec = scope.skill(need_str(args, "name")?)?;
+            let body = match arg_str(args, "arguments") {
+                Some(a) => rec.value.body.replace("$ARGUMENTS", a),
+                None => rec.value.body.clone(),
+            };
+            Ok(json!({ "id": rec.id.to_string(), "name": rec.value.name,
+                       "description": rec.value.description, "body": body }))
+        }
+        "skills_create" => {
+            let skill = Skill {
+                project: Some(ctx.project),
+                name: need_str(args, "name")?.to_string(),
+                description: need_str(args, "description")?.to_string(),
+                body: need_str(args, "body")?.to_string(),
+            };
+            let rec = store.create_blocking(skill)?;
+            Ok(json!({ "id": rec.id.to_string(), "name": rec.value.name }))
+        }
+        "skills_update" => {
+            let rec = scope.skill(need_str(args, "name")?)?;
+            let patch = SkillPatch {
+                description: arg_str(args, "description").map(|d| TextEdit::Replace(d.to_string())),
+                body: arg_str(args, "body").map(|b| TextEdit::Replace(b.to_string())),
+                ..SkillPatch::default()
+            };
+            let rec = store.update_blocking(rec.id, patch)?;
+            Ok(json!({ "id": rec.id.to_string(), "name": rec.value.name }))
+        }
+        "project_instructions_update" => match arg_str(args, "instructions") {
+            None => {
+                let p = store.get_blocking::<Project>(ctx.project)?;
+                Ok(json!({ "project": p.value.name, "instructions": p.value.instructions }))
+            }
+            Some(text) => {
+                let patch = ProjectPatch {
+                    instructions: Some(TextEdit::Replace(text.to_string())),
+                    ..ProjectPatch::default()
+                };
+                let p = store.update_blocking(ctx.project, patch)?;
+                Ok(json!({ "project": p.value.name, "instructions": p.value.instructions }))
+            }
+        },
+        "updates_publish" => {
+            let task = arg_str(args, "taskId")
+                .map(|t| scope.task(t).map(|r| r.id))
+                .transpose()?;
+            let id = ctx
+                .updates
+                .publish(&ctx.project, task.as_ref(), need_str(args, "text")?)?;
+            Ok(json!({ "id": id }))
+        }
+        "updates_query" => Ok(
+            json!({ "data": ctx.updates.query(&scope.visible, arg_u32(args, "limit", 20, 200))? }),
+        ),
         other => Err(ToolError::Unknown(other.to_string())),
     }
+}
+
+fn contact_json(id: &DocId, c: &Contact) -> Value {
+    json!({
+        "id": id.to_string(), "name": c.name, "email": c.email, "phone": c.phone, "company": c.company,
+        "title": c.title, "website": c.website, "address": c.address, "notes": c.notes, "tags": c.tags,
+        "metadata": c.metadata,
+    })
+}
+
+/// `base` with the fields present in `args` replaced.
+fn contact_from(args: &Value, mut base: Contact) -> Result<Contact, ToolError> {
+    if let Some(n) = arg_str(args, "name") {
+        base.name = n.to_string();
+    }
+    for (key, slot) in [
+        ("email", &mut base.email),
+        ("phone", &mut base.phone),
+        ("company", &mut base.company),
+        ("title", &mut base.title),
+        ("website", &mut base.website),
+        ("address", &mut base.address),
+    ] {
+        if let Some(v) = args.get(key) {
+            *slot = v.as_str().map(str::to_string);
+        }
+    }
+    if let Some(n) = arg_str(args, "notes") {
+        base.notes = n.to_string();
+    }
+    if let Some(tags) = args.get("tags") {
+        base.tags = serde_json::from_value(tags.clone())
+            .map_err(|e| ToolError::Invalid(format!("tags: {e}")))?;
+    }
+    if let Some(meta) = args.get("metadata") {
+        let m: BTreeMap<String, String> = serde_json::from_value(meta.clone())
+            .map_err(|e| ToolError::Invalid(format!("metadata: {e}")))?;
+        base.metadata = m;
+    }
+    Ok(base)
 }
