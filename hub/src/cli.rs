@@ -50,6 +50,34 @@ struct RunArgs {
     /// Pair only devices that present a pair ticket (`hearth-hub ticket`).
     #[arg(long, env = "HEARTH_PAIR_REQUIRE_TICKET")]
     pair_require_ticket: bool,
+    /// The agent's chat model, `provider:model` (anthropic, openai or ollama).
+    #[arg(
+        long,
+        env = "HEARTH_CHAT_MODEL",
+        default_value = "anthropic:claude-sonnet-4-5"
+    )]
+    chat_model: crate::agent::provider::ModelRef,
+    /// Anthropic's base URL.
+    #[arg(
+        long,
+        env = "HEARTH_ANTHROPIC_URL",
+        default_value = "https://api.anthropic.com"
+    )]
+    anthropic_url: String,
+    /// OpenAI's base URL.
+    #[arg(
+        long,
+        env = "HEARTH_OPENAI_URL",
+        default_value = "https://api.openai.com/v1"
+    )]
+    openai_url: String,
+    /// An OpenAI-compatible local server (Ollama, llama.cpp, vLLM).
+    #[arg(
+        long,
+        env = "HEARTH_OLLAMA_URL",
+        default_value = "http://127.0.0.1:11434/v1"
+    )]
+    ollama_url: String,
 }
 
 #[derive(Subcommand)]
@@ -61,6 +89,26 @@ enum Command {
     /// Paired devices and pairing requests.
     #[command(subcommand)]
     Devices(DevicesCommand),
+    /// Talk to the running hub's agent (streamed; approvals answered inline).
+    Chat {
+        /// The project to work in (name or id).
+        #[arg(long, default_value = "general")]
+        project: String,
+        /// Send this one message and exit (otherwise read messages from standard input).
+        #[arg(long)]
+        message: Option<String>,
+        /// Conversation channel.
+        #[arg(long, default_value = "cli")]
+        channel: String,
+        /// Answer every approval request with yes (for scripts; use with care).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Store a provider's API key (read from standard input), encrypted.
+    SetKey {
+        /// anthropic, openai or ollama.
+        provider: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -179,6 +227,30 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
                 "On the device: hearth pair --ticket <ticket above>   (valid 24 hours, single use)"
             );
         }
+        Command::Chat {
+            project,
+            message,
+            channel,
+            yes,
+        } => {
+            crate::chat_cli::run(&home, &project, &channel, message, yes).await?;
+        }
+        Command::SetKey { provider } => {
+            let mut key = String::new();
+            std::io::stdin()
+                .read_line(&mut key)
+                .context("reading the key from standard input")?;
+            let secrets = crate::secrets::SecretStore::open(
+                &home.join("hub.db"),
+                &home.join("server.secret"),
+            )?;
+            secrets.set(
+                "provider",
+                &provider,
+                &crate::secrets::SecretValue::new(key.trim()),
+            )?;
+            println!("stored the {provider} key (restart the hub, or set it through the API, to use it now)");
+        }
         Command::Devices(cmd) => {
             let reg = registry()?;
             match cmd {
@@ -284,6 +356,12 @@ async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         mdns,
         name: args.name,
         pair_require_ticket: args.pair_require_ticket,
+        chat_model: args.chat_model,
+        provider_urls: crate::chat::ProviderUrls {
+            anthropic: args.anthropic_url,
+            openai: args.openai_url,
+            ollama: args.ollama_url,
+        },
     };
     let hub = crate::launch(settings).await.context("starting the hub")?;
     let addrs: Vec<String> = hub.sync_addrs.iter().map(ToString::to_string).collect();

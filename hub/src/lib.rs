@@ -22,6 +22,8 @@
 
 pub mod access;
 pub mod agent;
+pub mod chat;
+pub mod chat_cli;
 pub mod cli;
 pub mod devices;
 pub mod http;
@@ -58,6 +60,12 @@ pub enum HubError {
     /// The device registry failed.
     #[error(transparent)]
     Devices(#[from] devices::DeviceError),
+    /// The agent could not start.
+    #[error(transparent)]
+    Agent(#[from] agent::runner::AgentError),
+    /// The secret store failed.
+    #[error(transparent)]
+    Secrets(#[from] secrets::SecretError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -176,6 +184,37 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         _ => None,
     };
 
+    // The agent: the `general` project always exists; every project has a directory.
+    let general = ensure_general_project(&store).await?;
+    let projects_dir = settings.home.join("projects");
+    ensure_project_dirs(&store, &projects_dir).await;
+    let secrets = Arc::new(secrets::SecretStore::open(
+        &settings.home.join("hub.db"),
+        &settings.home.join("server.secret"),
+    )?);
+    let provider = chat::provider_for(&settings.chat_model, &settings.provider_urls, &secrets)
+        .map_err(|e| HubError::Agent(agent::runner::AgentError::Invalid(e)))?;
+    let agent_config = agent::runner::AgentConfig {
+        model: settings.chat_model.model.clone(),
+        projects_dir: Some(projects_dir.clone()),
+        ..agent::runner::AgentConfig::default()
+    };
+    let agent = Arc::new(agent::runner::Agent::new(
+        store.clone(),
+        provider,
+        agent_config,
+        &settings.home.join("hub.db"),
+    )?);
+    let chat_state = chat::ChatState {
+        agent: agent.clone(),
+        store: store.clone(),
+        secrets,
+        model: settings.chat_model.clone(),
+        urls: settings.provider_urls.clone(),
+        projects_dir,
+    };
+    tracing::debug!(%general, "general project ready");
+
     let mut http = None;
     let mut http_addr = None;
     if let Some(addr) = settings.http {
@@ -183,8 +222,13 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
             .await
             .map_err(|source| HubError::Http { addr, source })?;
         http_addr = listener.local_addr().ok();
-        let app =
-            hearth_ui::router(store.clone()).merge(http::router(registry.clone(), tracker.clone()));
+        // `hearth-hub chat` finds the running hub's API here.
+        if let Some(a) = http_addr {
+            let _ = std::fs::write(settings.home.join("hub.http"), a.to_string());
+        }
+        let app = hearth_ui::router(store.clone())
+            .merge(http::router(registry.clone(), tracker.clone()))
+            .merge(chat::router(chat_state.clone()));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)
@@ -242,5 +286,48 @@ impl Hub {
         let store = self.store.clone();
         let _ = tokio::task::spawn_blocking(move || store.checkpoint_blocking()).await;
         tracing::info!("hub stopped");
+    }
+}
+
+/// Finds the `general` project, creating it on first start.
+async fn ensure_general_project(store: &DocumentStore) -> Result<hearth_sync::DocId, HubError> {
+    let page = store
+        .list(hearth_sync::Filter {
+            limit: 10_000,
+            ..hearth_sync::Filter::new(hearth_sync::Kind::Project)
+        })
+        .await?;
+    if let Some(p) = page
+        .data
+        .iter()
+        .find(|p| p.title == "general" && p.parent.is_none())
+    {
+        return Ok(p.id);
+    }
+    let created = store
+        .create(hearth_sync::Project {
+            name: "general".into(),
+            parent: None,
+            instructions: String::new(),
+        })
+        .await?;
+    Ok(created.id)
+}
+
+/// Creates `projects/<name>` for every project (the agent's working directory there).
+async fn ensure_project_dirs(store: &DocumentStore, dir: &std::path::Path) {
+    let Ok(page) = store
+        .list(hearth_sync::Filter {
+            limit: 10_000,
+            ..hearth_sync::Filter::new(hearth_sync::Kind::Project)
+        })
+        .await
+    else {
+        return;
+    };
+    for p in page.data {
+        if let Err(e) = std::fs::create_dir_all(dir.join(&p.title)) {
+            tracing::warn!(project = %p.title, error = %e, "cannot create the project directory");
+        }
     }
 }

@@ -22,6 +22,10 @@ pub struct HubSettings {
     pub name: String,
     /// Accept pairing requests only with a pair ticket's secret.
     pub pair_require_ticket: bool,
+    /// The agent's chat model, `provider:model`.
+    pub chat_model: crate::agent::provider::ModelRef,
+    /// Where the model providers live.
+    pub provider_urls: crate::chat::ProviderUrls,
 }
 
 /// The default data directory: `$HEARTH_HOME`, else `~/.hearth`.

@@ -329,7 +329,7 @@ impl ProviderClient {
     pub async fn stream(
         &self,
         req: &ChatRequest,
-        mut on_event: impl FnMut(StreamEvent),
+        mut on_event: impl FnMut(StreamEvent) + Send,
     ) -> Result<Turn, ProviderError> {
         if self.kind == ProviderKind::Anthropic && self.api_key.is_none() {
             return Err(ProviderError::MissingKey {
@@ -370,7 +370,7 @@ impl ProviderClient {
     async fn attempt(
         &self,
         req: &ChatRequest,
-        on_event: &mut dyn FnMut(StreamEvent),
+        on_event: &mut (dyn FnMut(StreamEvent) + Send),
     ) -> Result<Turn, ProviderError> {
         let (url, body) = match self.kind {
             ProviderKind::Anthropic => (

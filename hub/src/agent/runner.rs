@@ -105,6 +105,8 @@ pub struct AgentConfig {
     pub max_tokens: u32,
     /// Opt-in tools to offer besides the defaults (e.g. `notes_delete`).
     pub extra_tools: Vec<String>,
+    /// Where project directories live (`<dir>/<project name>`).
+    pub projects_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for AgentConfig {
@@ -116,6 +118,7 @@ impl Default for AgentConfig {
             approval_timeout: Duration::from_secs(300),
             max_tokens: 4096,
             extra_tools: Vec::new(),
+            projects_dir: None,
         }
     }
 }
@@ -152,7 +155,7 @@ pub struct Outcome {
 /// The hub's agent.
 pub struct Agent {
     store: DocumentStore,
-    provider: ProviderClient,
+    provider: Mutex<ProviderClient>,
     config: AgentConfig,
     updates: Arc<tools::UpdateLog>,
     db: Mutex<Connection>,
@@ -229,7 +232,7 @@ impl Agent {
         let updates = Arc::new(tools::UpdateLog::open(db)?);
         Ok(Self {
             store,
-            provider,
+            provider: Mutex::new(provider),
             config,
             updates,
             db: Mutex::new(conn),
@@ -239,6 +242,13 @@ impl Agent {
             approvals: Mutex::new(HashMap::new()),
             next_approval: AtomicU64::new(1),
         })
+    }
+
+    /// Replaces the model provider (a key or URL changed); the next model call uses it.
+    pub fn set_provider(&self, provider: ProviderClient) {
+        if let Ok(mut p) = self.provider.lock() {
+            *p = provider;
+        }
     }
 
     /// Subscribes to every channel's events.
@@ -350,14 +360,38 @@ impl Agent {
     async fn system_prompt(&self, project: DocId) -> Result<(String, String), AgentError> {
         let p = self.store.get::<Project>(project).await?;
         let names: Vec<&str> = self.permitted().iter().map(|t| t.name).collect();
-        let dynamic =
-            format!(
-            "Project: {} (id {project}). Its instructions:\n{}\n\nDate: {}\nModel: {}\nTools: {}",
+        let dir = self
+            .config
+            .projects_dir
+            .as_ref()
+            .map(|d| d.join(&p.value.name).display().to_string())
+            .unwrap_or_else(|| "(none)".into());
+        let visible = {
+            let store = self.store.clone();
+            tokio::task::spawn_blocking(move || store.subtree_blocking(project))
+                .await
+                .map_err(|e| AgentError::Invalid(e.to_string()))??
+        };
+        let skills: Vec<String> = self
+            .store
+            .list(hearth_sync::Filter {
+                limit: 1_000,
+                ..hearth_sync::Filter::new(hearth_sync::Kind::Skill)
+            })
+            .await?
+            .data
+            .into_iter()
+            .filter(|s| s.project.is_none_or(|p| visible.contains(&p)))
+            .map(|s| s.title)
+            .collect();
+        let dynamic = format!(
+            "Project: {} (id {project}). Its instructions:\n{}\n\nDate: {}\nModel: {}\nProject directory: {dir}\nTools: {}\nSkills (read with skills_read): {}",
             p.value.name,
             if p.value.instructions.is_empty() { "(none)" } else { &p.value.instructions },
             today(),
             self.config.model,
-            names.join(", ")
+            names.join(", "),
+            if skills.is_empty() { "(none)".to_string() } else { skills.join(", ") },
         );
         Ok((self.config.instructions.clone(), dynamic))
     }
@@ -422,8 +456,12 @@ impl Agent {
                 max_tokens: self.config.max_tokens,
             };
             let ch = channel.to_string();
-            let turn = self
+            let provider = self
                 .provider
+                .lock()
+                .map(|p| p.clone())
+                .map_err(|_| AgentError::Invalid("provider lock poisoned".into()))?;
+            let turn = provider
                 .stream(&req, |ev| match ev {
                     StreamEvent::TextDelta(text) => self.emit(AgentEvent::TextDelta {
                         channel: ch.clone(),

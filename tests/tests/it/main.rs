@@ -2,6 +2,7 @@
 //! relays off, driven through their command lines. One binary, one module per concern.
 
 mod access;
+mod agent;
 mod bad_frames;
 mod crash;
 mod lan;

@@ -1,0 +1,281 @@
+//! HTTP routes for talking to the agent: a chat turn streamed as server-sent events,
+//! approvals, aborts, and provider keys (stored encrypted, shown masked).
+//!
+//! `POST /api/v1/chat {message, project?, channel?}` answers `text/event-stream`, one JSON
+//! event per `data:` line (`text`, `restart`, `tool_call`, `tool_result`,
+//! `approval_requested`, `finished`), ending after `finished`. The owner answers approval
+//! requests with `POST /api/v1/approvals/{id} {"approve": bool}`.
+
+use std::{path::PathBuf, sync::Arc};
+
+use axum::{
+    body::Body,
+    extract::{Path, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    routing::{get, post, put},
+    Json, Router,
+};
+use hearth_sync::{DocId, DocumentStore, Filter, Kind};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::{
+    agent::{
+        provider::{ModelRef, ProviderClient, ProviderKind},
+        runner::{Agent, AgentEvent},
+    },
+    secrets::{SecretStore, SecretValue, MASK},
+};
+
+/// Where each provider lives, from settings.
+#[derive(Debug, Clone)]
+pub struct ProviderUrls {
+    /// Anthropic Messages base URL.
+    pub anthropic: String,
+    /// OpenAI base URL (with `/v1`).
+    pub openai: String,
+    /// Ollama's OpenAI-compatible base URL.
+    pub ollama: String,
+}
+
+impl Default for ProviderUrls {
+    fn default() -> Self {
+        Self {
+            anthropic: "https://api.anthropic.com".into(),
+            openai: "https://api.openai.com/v1".into(),
+            ollama: "http://127.0.0.1:11434/v1".into(),
+        }
+    }
+}
+
+/// Builds the client for `model`'s provider with its key from the secret store.
+pub fn provider_for(
+    model: &ModelRef,
+    urls: &ProviderUrls,
+    secrets: &SecretStore,
+) -> Result<ProviderClient, String> {
+    let (kind, url) = match model.provider.as_str() {
+        "anthropic" => (ProviderKind::Anthropic, urls.anthropic.clone()),
+        "openai" => (ProviderKind::OpenAi, urls.openai.clone()),
+        "ollama" => (ProviderKind::OpenAi, urls.ollama.clone()),
+        other => {
+            return Err(format!(
+                "unknown provider {other:?}: use anthropic, openai or ollama"
+            ))
+        }
+    };
+    let key = secrets
+        .get("provider", &model.provider)
+        .map_err(|e| e.to_string())?;
+    ProviderClient::new(
+        &model.provider,
+        kind,
+        &url,
+        key.map(|k| k.expose().to_string()),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Shared state of the chat routes.
+#[derive(Clone)]
+pub struct ChatState {
+    /// The agent.
+    pub agent: Arc<Agent>,
+    /// The document store.
+    pub store: DocumentStore,
+    /// Encrypted secrets.
+    pub secrets: Arc<SecretStore>,
+    /// The chat model.
+    pub model: ModelRef,
+    /// Provider URLs.
+    pub urls: ProviderUrls,
+    /// Project directories live under here.
+    pub projects_dir: PathBuf,
+}
+
+/// The routes.
+pub fn router(state: ChatState) -> Router {
+    Router::new()
+        .route("/api/v1/chat", post(chat))
+        .route("/api/v1/chat/{channel}/abort", post(abort))
+        .route("/api/v1/approvals/{id}", post(approve))
+        .route("/api/v1/settings/providers", get(providers))
+        .route("/api/v1/settings/providers/{name}", put(set_provider_key))
+        .with_state(state)
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+/// JSON for one event.
+pub fn event_json(ev: &AgentEvent) -> Value {
+    match ev {
+        AgentEvent::TextDelta { text, .. } => json!({ "type": "text", "text": text }),
+        AgentEvent::Restart { .. } => json!({ "type": "restart" }),
+        AgentEvent::ToolCall { name, args, .. } => {
+            json!({ "type": "tool_call", "name": name, "args": args })
+        }
+        AgentEvent::ToolResult {
+            name,
+            output,
+            is_error,
+            ..
+        } => {
+            json!({ "type": "tool_result", "name": name, "output": output, "is_error": is_error })
+        }
+        AgentEvent::ApprovalRequested { id, name, args, .. } => {
+            json!({ "type": "approval_requested", "id": id, "name": name, "args": args })
+        }
+        AgentEvent::Finished { reason, .. } => json!({ "type": "finished", "reason": reason }),
+    }
+}
+
+fn channel_of(ev: &AgentEvent) -> &str {
+    match ev {
+        AgentEvent::TextDelta { channel, .. }
+        | AgentEvent::Restart { channel }
+        | AgentEvent::ToolCall { channel, .. }
+        | AgentEvent::ToolResult { channel, .. }
+        | AgentEvent::ApprovalRequested { channel, .. }
+        | AgentEvent::Finished { channel, .. } => channel,
+    }
+}
+
+/// Finds a project by name or id (`general` when none is given).
+pub async fn resolve_project(store: &DocumentStore, given: Option<&str>) -> Result<DocId, String> {
+    let want = given.unwrap_or("general").to_string();
+    if let Ok(id) = want.parse::<DocId>() {
+        return Ok(id);
+    }
+    let page = store
+        .list(Filter {
+            limit: 10_000,
+            ..Filter::new(Kind::Project)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    page.data
+        .into_iter()
+        .find(|p| p.title == want)
+        .map(|p| p.id)
+        .ok_or_else(|| format!("no project {want:?}"))
+}
+
+#[derive(Deserialize)]
+struct ChatBody {
+    message: String,
+    project: Option<String>,
+    channel: Option<String>,
+}
+
+async fn chat(State(s): State<ChatState>, Json(body): Json<ChatBody>) -> Response {
+    if body.message.trim().is_empty() {
+        return error(StatusCode::BAD_REQUEST, "message is empty");
+    }
+    let project = match resolve_project(&s.store, body.project.as_deref()).await {
+        Ok(p) => p,
+        Err(e) => return error(StatusCode::NOT_FOUND, e),
+    };
+    if let Ok(p) = s.store.get::<hearth_sync::Project>(project).await {
+        // Projects made after the hub started get their directory on first use.
+        let _ = std::fs::create_dir_all(s.projects_dir.join(&p.value.name));
+    }
+    let channel = body.channel.unwrap_or_else(|| "web".into());
+    let mut events = s.agent.subscribe();
+    let agent = s.agent.clone();
+    let (ch, message) = (channel.clone(), body.message);
+    let run = tokio::spawn(async move { agent.invoke(&ch, project, &message).await });
+    // Stream this channel's events until the invocation finishes.
+    let stream = futures_util::stream::unfold(
+        (events.resubscribe(), Some(run), false),
+        move |(mut rx, run, done)| {
+            let channel = channel.clone();
+            async move {
+                if done {
+                    return None;
+                }
+                loop {
+                    match rx.recv().await {
+                        Ok(ev) if channel_of(&ev) == channel => {
+                            let finished = matches!(ev, AgentEvent::Finished { .. });
+                            let line = format!("data: {}\n\n", event_json(&ev));
+                            return Some((Ok::<_, std::io::Error>(line), (rx, run, finished)));
+                        }
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            continue
+                        }
+                        Err(_) => return None,
+                    }
+                }
+            }
+        },
+    );
+    // `events` was only needed to subscribe before the invocation started.
+    drop(events.try_recv());
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "cannot stream"))
+}
+
+async fn abort(State(s): State<ChatState>, Path(channel): Path<String>) -> StatusCode {
+    s.agent.abort(&channel);
+    StatusCode::NO_CONTENT
+}
+
+#[derive(Deserialize)]
+struct Decision {
+    approve: bool,
+}
+
+async fn approve(
+    State(s): State<ChatState>,
+    Path(id): Path<u64>,
+    Json(d): Json<Decision>,
+) -> Response {
+    if s.agent.decide(id, d.approve) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        error(
+            StatusCode::NOT_FOUND,
+            format!("no approval {id} is waiting (answered, or timed out)"),
+        )
+    }
+}
+
+async fn providers(State(s): State<ChatState>) -> Response {
+    let mut data = Vec::new();
+    for name in ["anthropic", "openai", "ollama"] {
+        let set = matches!(s.secrets.get("provider", name), Ok(Some(_)));
+        data.push(json!({ "name": name, "key": if set { json!(MASK) } else { Value::Null } }));
+    }
+    Json(json!({ "data": data, "chat_model": s.model.to_string() })).into_response()
+}
+
+#[derive(Deserialize)]
+struct KeyBody {
+    key: String,
+}
+
+async fn set_provider_key(
+    State(s): State<ChatState>,
+    Path(name): Path<String>,
+    Json(b): Json<KeyBody>,
+) -> Response {
+    if !["anthropic", "openai", "ollama"].contains(&name.as_str()) {
+        return error(StatusCode::NOT_FOUND, format!("unknown provider {name:?}"));
+    }
+    if let Err(e) = s.secrets.set("provider", &name, &SecretValue::new(b.key)) {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
+    }
+    if name == s.model.provider {
+        match provider_for(&s.model, &s.urls, &s.secrets) {
+            Ok(p) => s.agent.set_provider(p),
+            Err(e) => return error(StatusCode::BAD_REQUEST, e),
+        }
+    }
+    Json(json!({ "name": name, "key": MASK })).into_response()
+}

@@ -1,0 +1,155 @@
+//! The agent end to end, with separate processes: a chat turn through `hearth-hub chat`
+//! in which the model (a fake Anthropic server on 127.0.0.1 speaking its streaming wire
+//! format) calls `notes_create`; the note then reaches a paired node by replication.
+
+use std::{
+    io::Write,
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{
+    body::Body, extract::State, http::HeaderMap, response::Response, routing::post, Router,
+};
+use hearth_tests::{allow, eventually, run_ok, HubProc, NodeHome};
+use serde_json::{json, Value};
+
+use crate::{bins, json_lines, sub, tempdir};
+
+fn sse(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "event: {}\ndata: {e}\n\n",
+                e["type"].as_str().unwrap_or("message")
+            )
+        })
+        .collect()
+}
+
+fn tool_turn() -> String {
+    let args = json!({"title": "Groceries", "content": "- oat milk\n- lemons"}).to_string();
+    let (a, b) = args.split_at(args.len() / 3);
+    sse(&[
+        json!({"type":"message_start","message":{"usage":{"input_tokens":40,"output_tokens":1}}}),
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"notes_create","input":{}}}),
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":a}}),
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":b}}),
+        json!({"type":"content_block_stop","index":0}),
+        json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}),
+        json!({"type":"message_stop"}),
+    ])
+}
+
+fn text_turn() -> String {
+    sse(&[
+        json!({"type":"message_start","message":{"usage":{"input_tokens":60,"output_tokens":1}}}),
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Saved your "}}),
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"groceries."}}),
+        json!({"type":"content_block_stop","index":0}),
+        json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":6}}),
+        json!({"type":"message_stop"}),
+    ])
+}
+
+type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
+async fn answer(
+    State((replies, seen)): State<(Arc<Mutex<Vec<String>>>, Seen)>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    let key = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    if let Ok(mut s) = seen.lock() {
+        s.push((key, serde_json::from_str(&body).unwrap_or(Value::Null)));
+    }
+    let next = replies
+        .lock()
+        .ok()
+        .and_then(|mut r| (!r.is_empty()).then(|| r.remove(0)))
+        .unwrap_or_default();
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from(next))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_chat_turn_creates_a_note_that_reaches_a_paired_node() -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let replies = Arc::new(Mutex::new(vec![tool_turn(), text_turn()]));
+    let seen: Seen = Arc::default();
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+    let model_addr = listener.local_addr()?;
+    let app = Router::new()
+        .route("/v1/messages", post(answer))
+        .with_state((replies, seen.clone()));
+    rt.spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+
+    let bins = bins();
+    let dir = tempdir();
+    let hub_home = sub(&dir, "hub");
+    // The owner stores the provider key (encrypted) before the hub starts.
+    let mut set = bins.hub(&hub_home);
+    set.args(["set-key", "anthropic"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null());
+    let mut child = set.spawn()?;
+    child
+        .stdin
+        .take()
+        .map(|mut s| s.write_all(b"sk-test-123\n"))
+        .transpose()?;
+    anyhow::ensure!(child.wait()?.success(), "set-key failed");
+    let laptop = NodeHome::new(&bins, sub(&dir, "laptop"))?;
+    allow(&bins, &hub_home, &laptop.id)?;
+
+    std::env::set_var("HEARTH_ANTHROPIC_URL", format!("http://{model_addr}"));
+    let hub = HubProc::start(&bins, &hub_home, 0)?;
+    std::env::remove_var("HEARTH_ANTHROPIC_URL");
+    let node = laptop.start(&hub.id, hub.addr)?;
+    node.wait_line(Duration::from_secs(30), |l| {
+        l.starts_with("hearth caught-up")
+    })?;
+
+    let mut chat = bins.hub(&hub_home);
+    chat.args([
+        "chat",
+        "--message",
+        "remember my groceries: oat milk and lemons",
+    ]);
+    let printed = run_ok(chat)?;
+    assert!(printed.contains("⚙ notes_create"), "{printed}");
+    assert!(printed.contains("Saved your groceries."), "{printed}");
+
+    eventually(Duration::from_secs(20), || {
+        Ok(json_lines(&laptop.cli(&["note", "list", "--json"])?)
+            .iter()
+            .any(|n| n["title"] == "Groceries"))
+    })?;
+    let seen = seen.lock().map_err(|_| anyhow::anyhow!("lock"))?;
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter().all(|(key, _)| key == "sk-test-123"),
+        "the stored key is used"
+    );
+    assert_eq!(
+        seen[1].1["messages"][2]["content"][0]["type"],
+        "tool_result"
+    );
+    // The key never shows up in the hub's logs.
+    assert!(!hub.proc.stderr_text().contains("sk-test-123"));
+    Ok(())
+}
