@@ -271,6 +271,10 @@ async fn set_provider_key(
     if let Err(e) = s.secrets.set("provider", &name, &SecretValue::new(b.key)) {
         return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
     }
+    match s.secrets.redactor() {
+        Ok(r) => s.agent.set_redactor(r),
+        Err(e) => tracing::warn!(error = %e, "cannot refresh the redactor"),
+    }
     if name == s.model.provider {
         match provider_for(&s.model, &s.urls, &s.secrets) {
             Ok(p) => s.agent.set_provider(p),

@@ -205,6 +205,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         agent_config,
         &settings.home.join("hub.db"),
     )?);
+    agent.set_redactor(secrets.redactor()?);
     let chat_state = chat::ChatState {
         agent: agent.clone(),
         store: store.clone(),

@@ -298,3 +298,246 @@ async fn the_step_limit_ends_a_looping_model() {
     assert_eq!((out.reason.as_str(), out.steps), ("step_limit", 3));
     assert_eq!(s.agent.audit_entries().expect("audit").len(), 3);
 }
+
+#[tokio::test]
+async fn rolling_summary_and_usage() {
+    // Eleven turns of ~500 tokens each: after the eleventh there are 22 messages and
+    // more than 4,000 tokens, so the summary request follows it; then a last turn.
+    let mut replies: Vec<Reply> = (0..11).map(|i| text_turn(&format!("ok {i}"))).collect();
+    replies.push(text_turn("The user is planning a garden: tomatoes, basil."));
+    replies.push(text_turn("Sure."));
+    let s = setup(replies, AgentConfig::default()).await;
+    for i in 0..11 {
+        let long = format!(
+            "garden plan part {i}: {}",
+            "tomatoes and basil ".repeat(105)
+        );
+        s.agent
+            .invoke("garden", s.project, &long)
+            .await
+            .expect("turn");
+    }
+    let summary = s.agent.summary("garden").expect("summary").expect("made");
+    assert!(summary.contains("tomatoes"), "{summary}");
+    s.agent
+        .invoke("garden", s.project, "what was I planning?")
+        .await
+        .expect("last turn");
+    let reqs = s.fake.requests.lock().expect("lock");
+    // (A further summary request may follow the last turn; find the turn itself.)
+    let last = &reqs
+        .iter()
+        .find(|(_, b)| b.to_string().contains("what was I planning?") && b["system"][1].is_object())
+        .expect("the last turn's request")
+        .1;
+    assert!(last["system"][1]["text"]
+        .as_str()
+        .expect("dynamic")
+        .contains("Conversation so far (summary):"));
+    let sent = last["messages"].as_array().expect("messages").len();
+    assert!(
+        sent <= 21,
+        "old messages are folded into the summary, {sent} sent"
+    );
+    assert!(sent >= 3, "recent messages stay verbatim");
+    let usage = s.agent.usage().expect("usage");
+    assert_eq!(usage.len(), 1);
+    assert_eq!(usage[0].requests, 13);
+    assert_eq!(usage[0].input_tokens, 60 * 13);
+    assert!(usage[0].cost_micro_usd > 0, "sonnet has a price");
+}
+
+#[tokio::test]
+async fn a_failing_summary_never_fails_the_turn() {
+    let mut replies: Vec<Reply> = (0..11).map(|i| text_turn(&format!("ok {i}"))).collect();
+    replies.push(Reply::Status(
+        400,
+        json!({"error": {"message": "bad summary request"}}).to_string(),
+    ));
+    let s = setup(replies, AgentConfig::default()).await;
+    for i in 0..11 {
+        let long = format!("part {i}: {}", "word ".repeat(400));
+        let out = s
+            .agent
+            .invoke("c", s.project, &long)
+            .await
+            .expect("turn succeeds");
+        assert_eq!(out.reason, "end_turn");
+    }
+    assert!(s.agent.summary("c").expect("summary").is_none());
+}
+
+#[tokio::test]
+async fn scheduled_runs_auto_approve_only_what_the_owner_allowed() {
+    use hearth_hub::agent::runner::Trigger;
+    for (allowed, deleted) in [(vec![], false), (vec!["notes_delete".to_string()], true)] {
+        let s = setup(
+            vec![],
+            AgentConfig {
+                extra_tools: vec!["notes_delete".into()],
+                ..AgentConfig::default()
+            },
+        )
+        .await;
+        let note = s
+            .store
+            .create(Note {
+                project: Some(s.project),
+                title: "Old".into(),
+                content: "x".into(),
+            })
+            .await
+            .expect("note");
+        if let Ok(mut r) = s.fake.replies.lock() {
+            r.push(tool_turn(
+                "t1",
+                "notes_delete",
+                json!({"id": note.id.to_string()}),
+            ));
+            r.push(text_turn("Done."));
+        }
+        let mut events = s.agent.subscribe();
+        s.agent
+            .invoke_with(
+                "cron",
+                s.project,
+                "clean up",
+                Trigger::Scheduled {
+                    auto_approve: allowed,
+                },
+            )
+            .await
+            .expect("run");
+        let mut asked = false;
+        while let Ok(ev) = events.try_recv() {
+            asked |= matches!(ev, AgentEvent::ApprovalRequested { .. });
+        }
+        assert!(!asked, "nobody is asked during a scheduled run");
+        let left = s
+            .store
+            .list(Filter::new(Kind::Note))
+            .await
+            .expect("list")
+            .total;
+        assert_eq!(left == 0, deleted);
+    }
+}
+
+#[tokio::test]
+async fn secrets_are_scrubbed_from_tool_output() {
+    let s = setup(vec![], AgentConfig::default()).await;
+    let note = s
+        .store
+        .create(Note {
+            project: Some(s.project),
+            title: "Keys".into(),
+            content: "wifi password: hunter2-correct-horse".into(),
+        })
+        .await
+        .expect("note");
+    s.agent
+        .set_redactor(hearth_hub::secrets::Redactor::new(vec![
+            hearth_hub::secrets::SecretValue::new("hunter2-correct-horse"),
+        ]));
+    if let Ok(mut r) = s.fake.replies.lock() {
+        r.push(tool_turn(
+            "t1",
+            "notes_read",
+            json!({"id": note.id.to_string()}),
+        ));
+        r.push(text_turn("Read it."));
+    }
+    s.agent
+        .invoke("c", s.project, "read my keys note")
+        .await
+        .expect("turn");
+    let reqs = s.fake.requests.lock().expect("lock");
+    let sent = reqs[1].1.to_string();
+    assert!(
+        !sent.contains("hunter2-correct-horse"),
+        "the secret reached the model"
+    );
+    assert!(sent.contains("[REDACTED]"));
+}
+
+#[tokio::test]
+async fn abort_drops_the_calls_still_in_flight() {
+    let two_calls = {
+        let a = json!({"title": "one"}).to_string();
+        let b = json!({"title": "two"}).to_string();
+        Reply::Sse(sse(&[
+            (
+                "message_start",
+                json!({"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"a","name":"notes_create","input":{}}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":a}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type":"content_block_stop","index":0}),
+            ),
+            (
+                "content_block_start",
+                json!({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"b","name":"notes_create","input":{}}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":b}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type":"content_block_stop","index":1}),
+            ),
+            (
+                "message_delta",
+                json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}),
+            ),
+            ("message_stop", json!({"type":"message_stop"})),
+        ]))
+    };
+    let s = setup(vec![two_calls], AgentConfig::default()).await;
+    let mut events = s.agent.subscribe();
+    let agent = s.agent.clone();
+    let aborter = tokio::spawn(async move {
+        while let Ok(ev) = events.recv().await {
+            if matches!(ev, AgentEvent::ToolCall { .. }) {
+                agent.abort("c");
+                break;
+            }
+        }
+    });
+    let out = s
+        .agent
+        .invoke("c", s.project, "make two notes")
+        .await
+        .expect("turn");
+    aborter.await.expect("aborter");
+    assert_eq!(out.reason, "aborted");
+    assert_eq!(
+        s.store
+            .list(Filter::new(Kind::Note))
+            .await
+            .expect("list")
+            .total,
+        1,
+        "the second call never ran"
+    );
+    // A new message on the channel works again (a fresh generation).
+    if let Ok(mut r) = s.fake.replies.lock() {
+        r.push(text_turn("Back."));
+    }
+    assert_eq!(
+        s.agent
+            .invoke("c", s.project, "hello")
+            .await
+            .expect("turn")
+            .reason,
+        "end_turn"
+    );
+}

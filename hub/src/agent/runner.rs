@@ -25,6 +25,8 @@ use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, oneshot};
 
+use crate::secrets::Redactor;
+
 use super::{
     provider::{
         ChatRequest, Content, Message, ProviderClient, ProviderError, Role, StreamEvent, ToolSpec,
@@ -107,6 +109,8 @@ pub struct AgentConfig {
     pub extra_tools: Vec<String>,
     /// Where project directories live (`<dir>/<project name>`).
     pub projects_dir: Option<std::path::PathBuf>,
+    /// Model for rolling summaries (default: the chat model, same provider).
+    pub summary_model: Option<String>,
 }
 
 impl Default for AgentConfig {
@@ -119,6 +123,7 @@ impl Default for AgentConfig {
             max_tokens: 4096,
             extra_tools: Vec::new(),
             projects_dir: None,
+            summary_model: None,
         }
     }
 }
@@ -164,6 +169,19 @@ pub struct Agent {
     generations: Mutex<HashMap<String, u64>>,
     approvals: Mutex<HashMap<u64, oneshot::Sender<bool>>>,
     next_approval: AtomicU64,
+    redactor: Mutex<Redactor>,
+}
+
+/// Who started an invocation, which decides how risky tools are approved.
+#[derive(Debug, Clone)]
+pub enum Trigger {
+    /// The owner, chatting: risky tools ask and wait.
+    Interactive,
+    /// A scheduled run nobody watches: risky tools run only if listed here, else denied.
+    Scheduled {
+        /// Risky tools the owner allowed this schedule to run without asking.
+        auto_approve: Vec<String>,
+    },
 }
 
 impl std::fmt::Debug for Agent {
@@ -228,6 +246,8 @@ impl Agent {
             CREATE TRIGGER IF NOT EXISTS audit_log_append_only_d BEFORE DELETE ON audit_log
                 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
         )?;
+        super::memory::migrate(&conn)?;
+        super::usage::migrate(&conn)?;
         let (events, _) = broadcast::channel(4096);
         let updates = Arc::new(tools::UpdateLog::open(db)?);
         Ok(Self {
@@ -241,6 +261,7 @@ impl Agent {
             generations: Mutex::new(HashMap::new()),
             approvals: Mutex::new(HashMap::new()),
             next_approval: AtomicU64::new(1),
+            redactor: Mutex::new(Redactor::default()),
         })
     }
 
@@ -249,6 +270,38 @@ impl Agent {
         if let Ok(mut p) = self.provider.lock() {
             *p = provider;
         }
+    }
+
+    /// Sets the values to scrub from tool output (every stored secret).
+    pub fn set_redactor(&self, redactor: Redactor) {
+        if let Ok(mut r) = self.redactor.lock() {
+            *r = redactor;
+        }
+    }
+
+    fn redact(&self, text: String) -> String {
+        self.redactor
+            .lock()
+            .map(|r| r.redact(&text))
+            .unwrap_or(text)
+    }
+
+    /// Daily usage rollups.
+    pub fn usage(&self) -> Result<Vec<super::usage::DailyUsage>, AgentError> {
+        let db = self
+            .db
+            .lock()
+            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
+        Ok(super::usage::daily(&db)?)
+    }
+
+    /// The channel's rolling summary, if one was made.
+    pub fn summary(&self, channel: &str) -> Result<Option<String>, AgentError> {
+        let db = self
+            .db
+            .lock()
+            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
+        Ok(super::memory::summary(&db, channel)?.map(|(s, _)| s))
     }
 
     /// Subscribes to every channel's events.
@@ -334,20 +387,110 @@ impl Agent {
         Ok(rows)
     }
 
-    fn history(&self, channel: &str) -> Result<Vec<Message>, AgentError> {
+    /// The channel's summary (if any) and the messages after it, oldest first.
+    fn history(&self, channel: &str) -> Result<(Option<String>, Vec<Message>), AgentError> {
+        let rows = self.rows_after_summary(channel)?;
         let db = self
             .db
             .lock()
             .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
-        let mut stmt =
-            db.prepare("SELECT role, content FROM messages WHERE channel = ?1 ORDER BY id")?;
-        let rows: Vec<(String, String)> = stmt
-            .query_map([channel], |r| Ok((r.get(0)?, r.get(1)?)))?
+        let summary = super::memory::summary(&db, channel)?.map(|(s, _)| s);
+        Ok((
+            summary,
+            rows.iter()
+                .filter_map(|(_, role, content)| decode_message(role, content))
+                .collect(),
+        ))
+    }
+
+    fn rows_after_summary(&self, channel: &str) -> Result<Vec<super::memory::Row>, AgentError> {
+        let db = self
+            .db
+            .lock()
+            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
+        let covered = super::memory::summary(&db, channel)?
+            .map(|(_, c)| c)
+            .unwrap_or(0);
+        let mut stmt = db.prepare(
+            "SELECT id, role, content FROM messages WHERE channel = ?1 AND id > ?2 ORDER BY id",
+        )?;
+        let rows = stmt
+            .query_map(params![channel, covered], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
             .collect::<Result<_, _>>()?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(role, content)| decode_message(&role, &content))
-            .collect())
+        Ok(rows)
+    }
+
+    /// Folds old messages into the channel's summary when enough have accumulated.
+    /// Best effort: a failure is logged, never returned.
+    async fn summarize_if_due(&self, channel: &str, project: &DocId) {
+        let result: Result<(), AgentError> = async {
+            let rows = self.rows_after_summary(channel)?;
+            let since = {
+                let db = self
+                    .db
+                    .lock()
+                    .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
+                super::memory::seen_until(&db, channel)?
+            };
+            let Some((old, covered)) = super::memory::due(&rows, since) else {
+                return Ok(());
+            };
+            let newest = rows.last().map(|r| r.0).unwrap_or(covered);
+            let previous = self.summary(channel)?;
+            let req = ChatRequest {
+                model: self
+                    .config
+                    .summary_model
+                    .clone()
+                    .unwrap_or_else(|| self.config.model.clone()),
+                system: "You maintain concise running summaries of conversations.".into(),
+                system_dynamic: String::new(),
+                messages: vec![Message {
+                    role: Role::User,
+                    content: vec![Content::Text(super::memory::prompt(
+                        previous.as_deref(),
+                        &old,
+                    ))],
+                }],
+                tools: Vec::new(),
+                max_tokens: 1024,
+            };
+            let provider = self
+                .provider
+                .lock()
+                .map(|p| p.clone())
+                .map_err(|_| AgentError::Invalid("provider lock poisoned".into()))?;
+            let turn = provider.stream(&req, |_| {}).await?;
+            self.record_usage(&req.model, project, &turn.usage);
+            if turn.text.trim().is_empty() {
+                return Err(AgentError::Invalid("the summary came back empty".into()));
+            }
+            let db = self
+                .db
+                .lock()
+                .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
+            super::memory::store(&db, channel, turn.text.trim(), covered, newest, now_ms())?;
+            Ok(())
+        }
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(channel, error = %e, "summarising the conversation failed; the turn is unaffected");
+        }
+    }
+
+    fn record_usage(&self, model: &str, project: &DocId, usage: &super::provider::Usage) {
+        let ok = self
+            .db
+            .lock()
+            .map(|db| {
+                super::usage::record(&db, &today(), model, &project.to_string(), usage).is_ok()
+            })
+            .unwrap_or(false);
+        if !ok {
+            tracing::warn!(model, "could not record usage");
+        }
     }
 
     fn permitted(&self) -> Vec<ToolInfo> {
@@ -357,7 +500,11 @@ impl Agent {
             .collect()
     }
 
-    async fn system_prompt(&self, project: DocId) -> Result<(String, String), AgentError> {
+    async fn system_prompt(
+        &self,
+        project: DocId,
+        summary: Option<&str>,
+    ) -> Result<(String, String), AgentError> {
         let p = self.store.get::<Project>(project).await?;
         let names: Vec<&str> = self.permitted().iter().map(|t| t.name).collect();
         let dir = self
@@ -393,6 +540,10 @@ impl Agent {
             names.join(", "),
             if skills.is_empty() { "(none)".to_string() } else { skills.join(", ") },
         );
+        let dynamic = match summary {
+            Some(sum) => format!("{dynamic}\n\nConversation so far (summary):\n{sum}"),
+            None => dynamic,
+        };
         Ok((self.config.instructions.clone(), dynamic))
     }
 
@@ -402,6 +553,18 @@ impl Agent {
         channel: &str,
         project: DocId,
         message: &str,
+    ) -> Result<Outcome, AgentError> {
+        self.invoke_with(channel, project, message, Trigger::Interactive)
+            .await
+    }
+
+    /// Runs one invocation started by `trigger`.
+    pub async fn invoke_with(
+        &self,
+        channel: &str,
+        project: DocId,
+        message: &str,
+        trigger: Trigger,
     ) -> Result<Outcome, AgentError> {
         let lock = {
             let mut ch = self
@@ -415,7 +578,8 @@ impl Agent {
         let user = json!([{ "type": "text", "text": message }]);
         // Stored before anything streams, so a crash never loses what the user said.
         self.store_message(channel, "user", &user)?;
-        let (system, system_dynamic) = self.system_prompt(project).await?;
+        let (summary, mut messages) = self.history(channel)?;
+        let (system, system_dynamic) = self.system_prompt(project, summary.as_deref()).await?;
         let specs: Vec<ToolSpec> = self
             .permitted()
             .into_iter()
@@ -435,7 +599,6 @@ impl Agent {
             updates: self.updates.clone(),
             project,
         };
-        let mut messages = self.history(channel)?;
         let mut transcript: Vec<(String, Value)> = Vec::new();
         let mut steps = 0;
         let mut last_text = String::new();
@@ -484,6 +647,7 @@ impl Agent {
                     return Err(e.into());
                 }
             };
+            self.record_usage(&self.config.model, &project, &turn.usage);
             last_text = turn.text.clone();
             let mut assistant = Vec::new();
             if !turn.text.is_empty() {
@@ -516,12 +680,19 @@ impl Agent {
                         true,
                     ),
                     Some(risk) => {
-                        let approved =
-                            *risk == Risk::Safe || self.ask(channel, &c.name, &c.input).await;
+                        let approved = match (&trigger, *risk) {
+                            (_, Risk::Safe) => true,
+                            (Trigger::Interactive, Risk::Risky) => {
+                                self.ask(channel, &c.name, &c.input).await
+                            }
+                            (Trigger::Scheduled { auto_approve }, Risk::Risky) => {
+                                auto_approve.contains(&c.name)
+                            }
+                        };
                         if approved {
                             match tools::call(&ctx, &c.name, c.input.clone()).await {
-                                Ok(v) => (cap_output(v.to_string()), false),
-                                Err(e) => (e.to_string(), true),
+                                Ok(v) => (cap_output(self.redact(v.to_string())), false),
+                                Err(e) => (self.redact(e.to_string()), true),
                             }
                         } else {
                             ("the owner denied this tool call".to_string(), true)
@@ -557,6 +728,7 @@ impl Agent {
             });
         };
         self.save_transcript(channel, &transcript)?;
+        self.summarize_if_due(channel, &project).await;
         self.emit(AgentEvent::Finished {
             channel: channel.into(),
             reason: reason.clone(),
