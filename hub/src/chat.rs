@@ -102,6 +102,11 @@ pub fn router(state: ChatState) -> Router {
         .route("/api/v1/approvals/{id}", post(approve))
         .route("/api/v1/settings/providers", get(providers))
         .route("/api/v1/settings/providers/{name}", put(set_provider_key))
+        .route("/api/v1/projects/{project}/secrets", get(project_secrets))
+        .route(
+            "/api/v1/projects/{project}/secrets/{name}",
+            put(set_project_secret).delete(delete_project_secret),
+        )
         .with_state(state)
 }
 
@@ -282,4 +287,62 @@ async fn set_provider_key(
         }
     }
     Json(json!({ "name": name, "key": MASK })).into_response()
+}
+
+async fn project_scope(s: &ChatState, project: &str) -> Result<String, Response> {
+    resolve_project(&s.store, Some(project))
+        .await
+        .map(|id| format!("project:{id}"))
+        .map_err(|e| error(StatusCode::NOT_FOUND, e))
+}
+
+async fn project_secrets(State(s): State<ChatState>, Path(project): Path<String>) -> Response {
+    let scope = match project_scope(&s, &project).await {
+        Ok(scope) => scope,
+        Err(r) => return r,
+    };
+    match s.secrets.names(&scope) {
+        // Values are never returned, only masked.
+        Ok(names) => Json(json!({ "data": names.iter().map(|n| json!({ "name": n, "value": MASK })).collect::<Vec<_>>() }))
+            .into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+#[derive(Deserialize)]
+struct SecretBody {
+    value: String,
+}
+
+async fn set_project_secret(
+    State(s): State<ChatState>,
+    Path((project, name)): Path<(String, String)>,
+    Json(b): Json<SecretBody>,
+) -> Response {
+    let scope = match project_scope(&s, &project).await {
+        Ok(scope) => scope,
+        Err(r) => return r,
+    };
+    if let Err(e) = s.secrets.set(&scope, &name, &SecretValue::new(b.value)) {
+        return error(StatusCode::BAD_REQUEST, e.to_string());
+    }
+    if let Ok(r) = s.secrets.redactor() {
+        s.agent.set_redactor(r);
+    }
+    Json(json!({ "name": name, "value": MASK })).into_response()
+}
+
+async fn delete_project_secret(
+    State(s): State<ChatState>,
+    Path((project, name)): Path<(String, String)>,
+) -> Response {
+    let scope = match project_scope(&s, &project).await {
+        Ok(scope) => scope,
+        Err(r) => return r,
+    };
+    match s.secrets.delete(&scope, &name) {
+        Ok(true) => StatusCode::NO_CONTENT.into_response(),
+        Ok(false) => error(StatusCode::NOT_FOUND, format!("no secret {name:?}")),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }

@@ -57,6 +57,9 @@ struct RunArgs {
         default_value = "anthropic:claude-sonnet-4-5"
     )]
     chat_model: crate::agent::provider::ModelRef,
+    /// Model for rolling conversation summaries (same provider as the chat model).
+    #[arg(long, env = "HEARTH_SUMMARY_MODEL")]
+    summary_model: Option<crate::agent::provider::ModelRef>,
     /// Anthropic's base URL.
     #[arg(
         long,
@@ -357,6 +360,7 @@ async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         name: args.name,
         pair_require_ticket: args.pair_require_ticket,
         chat_model: args.chat_model,
+        summary_model: args.summary_model,
         provider_urls: crate::chat::ProviderUrls {
             anthropic: args.anthropic_url,
             openai: args.openai_url,

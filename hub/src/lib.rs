@@ -192,11 +192,22 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         &settings.home.join("hub.db"),
         &settings.home.join("server.secret"),
     )?);
+    if let Some(m) = &settings.summary_model {
+        if m.provider != settings.chat_model.provider {
+            return Err(HubError::Agent(agent::runner::AgentError::Invalid(
+                format!(
+                    "the summary model {m} must use the chat model's provider ({})",
+                    settings.chat_model.provider
+                ),
+            )));
+        }
+    }
     let provider = chat::provider_for(&settings.chat_model, &settings.provider_urls, &secrets)
         .map_err(|e| HubError::Agent(agent::runner::AgentError::Invalid(e)))?;
     let agent_config = agent::runner::AgentConfig {
         model: settings.chat_model.model.clone(),
         projects_dir: Some(projects_dir.clone()),
+        summary_model: settings.summary_model.as_ref().map(|m| m.model.clone()),
         ..agent::runner::AgentConfig::default()
     };
     let agent = Arc::new(agent::runner::Agent::new(

@@ -24,6 +24,8 @@ pub struct HubSettings {
     pub pair_require_ticket: bool,
     /// The agent's chat model, `provider:model`.
     pub chat_model: crate::agent::provider::ModelRef,
+    /// The model for rolling summaries; the chat model when `None`.
+    pub summary_model: Option<crate::agent::provider::ModelRef>,
     /// Where the model providers live.
     pub provider_urls: crate::chat::ProviderUrls,
 }

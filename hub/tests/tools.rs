@@ -389,3 +389,29 @@ async fn skills_contacts_instructions_and_updates() {
     let ups = run(&w, "updates_query", json!({})).await.expect("query");
     assert_eq!(ups["data"][0]["text"], "Shipped v1");
 }
+
+#[tokio::test]
+async fn tasks_start_records_an_update_in_scope_only() {
+    let w = world();
+    let started = run(&w, "tasks_start", json!({"id": w.tasks[1]}))
+        .await
+        .expect("start");
+    assert_eq!(started["name"], "xword task");
+    let ups = run(&w, "updates_query", json!({})).await.expect("updates");
+    assert_eq!(ups["data"][0]["text"], "Started: xword task");
+    assert!(matches!(
+        run(&w, "tasks_start", json!({"id": w.tasks[2]})).await,
+        Err(ToolError::NotFound { .. })
+    ));
+    run(
+        &w,
+        "tasks_update",
+        json!({"id": w.tasks[1], "status": "complete"}),
+    )
+    .await
+    .expect("done");
+    assert!(matches!(
+        run(&w, "tasks_start", json!({"id": w.tasks[1]})).await,
+        Err(ToolError::Invalid(_))
+    ));
+}

@@ -209,6 +209,8 @@ pub fn catalog() -> Vec<ToolInfo> {
           obj(json!({"query": s, "limit": n}), &["query"])),
         t("tasks_update", "Update a task's name, status, due date or notes.", Risk::Safe, true,
           obj(json!({"id": s, "name": s, "status": s, "due": s, "notes": s}), &["id"])),
+        t("tasks_start", "Start working on a task now: records that it started and returns what it asks for.", Risk::Safe, true,
+          obj(json!({"id": s}), &["id"])),
         t("tasks_delete", "Delete a task.", Risk::Risky, false, obj(json!({"id": s}), &["id"])),
         t("contacts_create", "Create a contact with a name and optional fields, tags and metadata.", Risk::Safe, true,
           obj(json!({"name": s, "email": s, "phone": s, "company": s, "title": s, "website": s, "address": s,
@@ -575,6 +577,28 @@ fn call_blocking(ctx: &ToolContext, name: &str, args: &Value) -> Result<Value, T
             Ok(
                 json!({ "id": rec.id.to_string(), "name": rec.value.name, "status": rec.value.status.as_str() }),
             )
+        }
+        "tasks_start" => {
+            let rec = scope.task(need_str(args, "id")?)?;
+            if matches!(
+                rec.value.status,
+                TaskStatus::Complete | TaskStatus::Cancelled
+            ) {
+                return Err(ToolError::Invalid(format!(
+                    "task {} is already {}",
+                    rec.id, rec.value.status
+                )));
+            }
+            let project = rec.value.project.unwrap_or(ctx.project);
+            ctx.updates.publish(
+                &project,
+                Some(&rec.id),
+                &format!("Started: {}", rec.value.name),
+            )?;
+            Ok(json!({
+                "id": rec.id.to_string(), "name": rec.value.name, "notes": rec.value.notes, "due": rec.value.due,
+                "instruction": "Work on this task now; mark it complete with tasks_update when done.",
+            }))
         }
         "tasks_delete" => {
             let rec = scope.task(need_str(args, "id")?)?;
