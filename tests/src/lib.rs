@@ -18,6 +18,8 @@ use std::{
 
 use anyhow::{anyhow, bail, Context};
 
+pub mod agent_bench;
+
 /// Dispatches `argv[1]` to the hub's (`hearth-hub`) or node's (`hearth`) command line.
 /// Returns `None` if argv[1] is neither.
 pub fn multicall() -> Option<anyhow::Result<()>> {

@@ -222,6 +222,10 @@ impl Agent {
     ) -> Result<Self, AgentError> {
         let conn = Connection::open(db)?;
         conn.busy_timeout(Duration::from_secs(10))?;
+        // WAL and NORMAL: a message or audit row survives a crash of the hub process at
+        // the cost of a WAL append, not an fsync per row (which would dominate a turn).
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS messages (
                 id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -108,6 +108,8 @@ impl UpdateLog {
     pub fn open(db: &Path) -> Result<Self, rusqlite::Error> {
         let conn = Connection::open(db)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS updates (
                 id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -9,7 +9,11 @@
 //!
 //! `hearth-bench pair [--docs N]` (default 1,000 notes) measures the time from
 //! `hearth pair --ticket` to the first complete sync, and the time to resume syncing after
-//! the hub restarts. Progress goes to stderr.
+//! the hub restarts.
+//!
+//! `hearth-bench agent [--edits N]` (N samples, default 200) measures the agent loop's
+//! added latency to first token and per tool round against direct provider calls, and
+//! turns per second with 50 channels at once. Progress goes to stderr.
 
 use std::{
     path::{Path, PathBuf},
@@ -58,7 +62,17 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("sync") => sync_bench(&opts),
         Some("pair") => pair_bench(&opts),
-        _ => bail!("usage: hearth-bench sync|pair [--docs N] [--edits N] [--js-docs N] [--no-js]"),
+        Some("agent") => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(hearth_tests::agent_bench::run(if opts.edits == 1_000 {
+                200
+            } else {
+                opts.edits
+            })),
+        _ => bail!(
+            "usage: hearth-bench sync|pair|agent [--docs N] [--edits N] [--js-docs N] [--no-js]"
+        ),
     }
 }
 
