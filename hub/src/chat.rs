@@ -88,6 +88,8 @@ pub struct ChatState {
     pub secrets: Arc<SecretStore>,
     /// The chat model.
     pub model: ModelRef,
+    /// The embedding model.
+    pub embedding_model: ModelRef,
     /// Provider URLs.
     pub urls: ProviderUrls,
     /// Project directories live under here.
@@ -102,6 +104,11 @@ pub fn router(state: ChatState) -> Router {
         .route("/api/v1/approvals/{id}", post(approve))
         .route("/api/v1/settings/providers", get(providers))
         .route("/api/v1/settings/providers/{name}", put(set_provider_key))
+        .route("/api/v1/projects/{project}/tools", get(project_tools))
+        .route(
+            "/api/v1/projects/{project}/tools/{tool}",
+            put(set_project_tool),
+        )
         .route("/api/v1/projects/{project}/secrets", get(project_secrets))
         .route(
             "/api/v1/projects/{project}/secrets/{name}",
@@ -257,7 +264,8 @@ async fn providers(State(s): State<ChatState>) -> Response {
         let set = matches!(s.secrets.get("provider", name), Ok(Some(_)));
         data.push(json!({ "name": name, "key": if set { json!(MASK) } else { Value::Null } }));
     }
-    Json(json!({ "data": data, "chat_model": s.model.to_string() })).into_response()
+    Json(json!({ "data": data, "chat_model": s.model.to_string(), "embedding_model": s.embedding_model.to_string() }))
+        .into_response()
 }
 
 #[derive(Deserialize)]
@@ -344,5 +352,44 @@ async fn delete_project_secret(
         Ok(true) => StatusCode::NO_CONTENT.into_response(),
         Ok(false) => error(StatusCode::NOT_FOUND, format!("no secret {name:?}")),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+async fn project_tools(State(s): State<ChatState>, Path(project): Path<String>) -> Response {
+    let id = match resolve_project(&s.store, Some(&project)).await {
+        Ok(id) => id,
+        Err(e) => return error(StatusCode::NOT_FOUND, e),
+    };
+    let allowed = match s.agent.permitted(&id) {
+        Ok(t) => t.into_iter().map(|t| t.name).collect::<Vec<_>>(),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    let data: Vec<Value> = crate::agent::tools::catalog()
+        .into_iter()
+        .map(|t| {
+            json!({ "name": t.name, "description": t.description, "allowed": allowed.contains(&t.name),
+                    "risky": t.risk == crate::agent::tools::Risk::Risky })
+        })
+        .collect();
+    Json(json!({ "data": data })).into_response()
+}
+
+#[derive(Deserialize)]
+struct Allowed {
+    allowed: bool,
+}
+
+async fn set_project_tool(
+    State(s): State<ChatState>,
+    Path((project, tool)): Path<(String, String)>,
+    Json(a): Json<Allowed>,
+) -> Response {
+    let id = match resolve_project(&s.store, Some(&project)).await {
+        Ok(id) => id,
+        Err(e) => return error(StatusCode::NOT_FOUND, e),
+    };
+    match s.agent.set_permission(&id, &tool, a.allowed) {
+        Ok(()) => Json(json!({ "tool": tool, "allowed": a.allowed })).into_response(),
+        Err(e) => error(StatusCode::BAD_REQUEST, e.to_string()),
     }
 }

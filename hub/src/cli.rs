@@ -60,6 +60,13 @@ struct RunArgs {
     /// Model for rolling conversation summaries (same provider as the chat model).
     #[arg(long, env = "HEARTH_SUMMARY_MODEL")]
     summary_model: Option<crate::agent::provider::ModelRef>,
+    /// Model for embeddings (an OpenAI-compatible provider: openai or ollama).
+    #[arg(
+        long,
+        env = "HEARTH_EMBEDDING_MODEL",
+        default_value = "ollama:nomic-embed-text"
+    )]
+    embedding_model: crate::agent::provider::ModelRef,
     /// Anthropic's base URL.
     #[arg(
         long,
@@ -361,6 +368,7 @@ async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         pair_require_ticket: args.pair_require_ticket,
         chat_model: args.chat_model,
         summary_model: args.summary_model,
+        embedding_model: args.embedding_model,
         provider_urls: crate::chat::ProviderUrls {
             anthropic: args.anthropic_url,
             openai: args.openai_url,

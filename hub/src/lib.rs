@@ -192,6 +192,11 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         &settings.home.join("hub.db"),
         &settings.home.join("server.secret"),
     )?);
+    if settings.embedding_model.provider == "anthropic" {
+        return Err(HubError::Agent(agent::runner::AgentError::Invalid(
+            "the embedding model needs an OpenAI-compatible provider (openai or ollama)".into(),
+        )));
+    }
     if let Some(m) = &settings.summary_model {
         if m.provider != settings.chat_model.provider {
             return Err(HubError::Agent(agent::runner::AgentError::Invalid(
@@ -222,6 +227,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         store: store.clone(),
         secrets,
         model: settings.chat_model.clone(),
+        embedding_model: settings.embedding_model.clone(),
         urls: settings.provider_urls.clone(),
         projects_dir,
     };

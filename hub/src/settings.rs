@@ -26,6 +26,8 @@ pub struct HubSettings {
     pub chat_model: crate::agent::provider::ModelRef,
     /// The model for rolling summaries; the chat model when `None`.
     pub summary_model: Option<crate::agent::provider::ModelRef>,
+    /// The embedding model (OpenAI-compatible provider), for semantic search.
+    pub embedding_model: crate::agent::provider::ModelRef,
     /// Where the model providers live.
     pub provider_urls: crate::chat::ProviderUrls,
 }

@@ -541,3 +541,47 @@ async fn abort_drops_the_calls_still_in_flight() {
         "end_turn"
     );
 }
+
+#[tokio::test]
+async fn only_permitted_tools_are_offered_and_run() {
+    let s = setup(vec![], AgentConfig::default()).await;
+    s.agent
+        .set_permission(&s.project, "notes_create", false)
+        .expect("forbid");
+    assert!(s
+        .agent
+        .set_permission(&s.project, "no_such_tool", true)
+        .is_err());
+    if let Ok(mut r) = s.fake.replies.lock() {
+        r.push(tool_turn("t1", "notes_create", json!({"title": "x"})));
+        r.push(text_turn("I can't."));
+    }
+    s.agent
+        .invoke("c", s.project, "make a note")
+        .await
+        .expect("turn");
+    let reqs = s.fake.requests.lock().expect("lock");
+    let offered: Vec<&str> = reqs[0].1["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        !offered.contains(&"notes_create") && offered.contains(&"notes_read"),
+        "{offered:?}"
+    );
+    assert!(!offered.contains(&"notes_delete"), "deletes are opt-in");
+    assert_eq!(
+        reqs[1].1["messages"][2]["content"][0]["content"],
+        "tool notes_create is not permitted in this project"
+    );
+    assert_eq!(
+        s.store
+            .list(Filter::new(Kind::Note))
+            .await
+            .expect("list")
+            .total,
+        0
+    );
+}

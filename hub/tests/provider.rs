@@ -310,3 +310,35 @@ async fn openai_compatible_server_without_a_key() {
         .get("authorization")
         .is_none());
 }
+
+#[tokio::test]
+async fn embeddings_from_an_openai_compatible_server() {
+    let body = json!({"object":"list","data":[
+        {"object":"embedding","index":1,"embedding":[0.5,-0.25]},
+        {"object":"embedding","index":0,"embedding":[0.1,0.2]}
+    ],"model":"nomic-embed-text","usage":{"prompt_tokens":4,"total_tokens":4}});
+    let (base, fake) = serve(vec![common::Reply::Status(200, body.to_string())]).await;
+    let client = ProviderClient::new("ollama", ProviderKind::OpenAi, &format!("{base}/v1"), None)
+        .expect("client");
+    let v = client
+        .embed("nomic-embed-text", &["tea".into(), "scones".into()])
+        .await
+        .expect("embed");
+    assert_eq!(
+        v,
+        vec![vec![0.1, 0.2], vec![0.5, -0.25]],
+        "vectors come back in input order"
+    );
+    assert_eq!(
+        fake.requests.lock().expect("lock")[0].1["input"][1],
+        "scones"
+    );
+    let anthropic = ProviderClient::new(
+        "anthropic",
+        ProviderKind::Anthropic,
+        &base,
+        Some("k".into()),
+    )
+    .expect("client");
+    assert!(anthropic.embed("x", &["a".into()]).await.is_err());
+}

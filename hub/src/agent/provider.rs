@@ -325,6 +325,79 @@ impl ProviderClient {
         self
     }
 
+    /// Embeds `texts` with `model` through an OpenAI-compatible `/embeddings` endpoint
+    /// (OpenAI, Ollama, llama.cpp, vLLM), one vector per text, in order.
+    pub async fn embed(
+        &self,
+        model: &str,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, ProviderError> {
+        if self.kind != ProviderKind::OpenAi {
+            return Err(ProviderError::Config(format!(
+                "{} has no embeddings API: use an OpenAI-compatible provider for the embedding model",
+                self.name
+            )));
+        }
+        let mut rb = self
+            .http
+            .post(format!("{}/embeddings", self.base_url))
+            .header("content-type", "application/json");
+        if let Some(k) = &self.api_key {
+            rb = rb.bearer_auth(k);
+        }
+        let body = json!({ "model": model, "input": texts });
+        let net = |e: reqwest::Error| ProviderError::Network {
+            provider: self.name.clone(),
+            message: e.to_string(),
+        };
+        let resp = rb.body(body.to_string()).send().await.map_err(net)?;
+        let status = resp.status().as_u16();
+        let text = resp.text().await.map_err(net)?;
+        if status != 200 {
+            let message = error_message(&text);
+            return Err(match status {
+                401 | 403 => ProviderError::Rejected {
+                    provider: self.name.clone(),
+                    status,
+                    message,
+                },
+                _ => ProviderError::Status {
+                    provider: self.name.clone(),
+                    status,
+                    message,
+                    retryable: status == 429 || status >= 500,
+                },
+            });
+        }
+        let v: Value =
+            serde_json::from_str(&text).map_err(|e| self.protocol(format!("embeddings: {e}")))?;
+        let mut rows: Vec<(u64, Vec<f32>)> = v["data"]
+            .as_array()
+            .ok_or_else(|| self.protocol("embeddings: no data array".into()))?
+            .iter()
+            .map(|d| {
+                let idx = d["index"].as_u64().unwrap_or(0);
+                let vec = d["embedding"].as_array().map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_f64())
+                        .map(|x| x as f32)
+                        .collect()
+                });
+                vec.map(|v| (idx, v))
+                    .ok_or_else(|| self.protocol("embeddings: an item has no vector".into()))
+            })
+            .collect::<Result<_, _>>()?;
+        rows.sort_by_key(|(i, _)| *i);
+        if rows.len() != texts.len() {
+            return Err(self.protocol(format!(
+                "embeddings: {} vectors for {} texts",
+                rows.len(),
+                texts.len()
+            )));
+        }
+        Ok(rows.into_iter().map(|(_, v)| v).collect())
+    }
+
     /// Streams one turn, retrying retryable failures.
     pub async fn stream(
         &self,

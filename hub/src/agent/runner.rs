@@ -250,6 +250,14 @@ impl Agent {
             CREATE TRIGGER IF NOT EXISTS audit_log_append_only_d BEFORE DELETE ON audit_log
                 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
         )?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS tool_permissions (
+                project TEXT NOT NULL,
+                tool TEXT NOT NULL,
+                allowed INTEGER NOT NULL,
+                PRIMARY KEY (project, tool)
+            );",
+        )?;
         super::memory::migrate(&conn)?;
         super::usage::migrate(&conn)?;
         let (events, _) = broadcast::channel(4096);
@@ -497,11 +505,50 @@ impl Agent {
         }
     }
 
-    fn permitted(&self) -> Vec<ToolInfo> {
-        tools::catalog()
+    /// The tools offered in `project`: the defaults, the globally enabled opt-ins, and
+    /// the project's own overrides (which win).
+    pub fn permitted(&self, project: &DocId) -> Result<Vec<ToolInfo>, AgentError> {
+        let overrides: HashMap<String, bool> = {
+            let db = self
+                .db
+                .lock()
+                .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
+            let mut stmt =
+                db.prepare("SELECT tool, allowed FROM tool_permissions WHERE project = ?1")?;
+            let rows = stmt
+                .query_map([project.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            rows
+        };
+        Ok(tools::catalog()
             .into_iter()
-            .filter(|t| t.default_on || self.config.extra_tools.iter().any(|x| x == t.name))
-            .collect()
+            .filter(|t| match overrides.get(t.name) {
+                Some(allowed) => *allowed,
+                None => t.default_on || self.config.extra_tools.iter().any(|x| x == t.name),
+            })
+            .collect())
+    }
+
+    /// Allows or forbids `tool` in `project`.
+    pub fn set_permission(
+        &self,
+        project: &DocId,
+        tool: &str,
+        allowed: bool,
+    ) -> Result<(), AgentError> {
+        if !tools::catalog().iter().any(|t| t.name == tool) {
+            return Err(AgentError::Invalid(format!("unknown tool {tool:?}")));
+        }
+        let db = self
+            .db
+            .lock()
+            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
+        db.execute(
+            "INSERT INTO tool_permissions (project, tool, allowed) VALUES (?1, ?2, ?3)
+             ON CONFLICT(project, tool) DO UPDATE SET allowed = excluded.allowed",
+            params![project.to_string(), tool, allowed],
+        )?;
+        Ok(())
     }
 
     async fn system_prompt(
@@ -510,7 +557,8 @@ impl Agent {
         summary: Option<&str>,
     ) -> Result<(String, String), AgentError> {
         let p = self.store.get::<Project>(project).await?;
-        let names: Vec<&str> = self.permitted().iter().map(|t| t.name).collect();
+        let permitted = self.permitted(&project)?;
+        let names: Vec<&str> = permitted.iter().map(|t| t.name).collect();
         let dir = self
             .config
             .projects_dir
@@ -585,7 +633,7 @@ impl Agent {
         let (summary, mut messages) = self.history(channel)?;
         let (system, system_dynamic) = self.system_prompt(project, summary.as_deref()).await?;
         let specs: Vec<ToolSpec> = self
-            .permitted()
+            .permitted(&project)?
             .into_iter()
             .map(|t| ToolSpec {
                 name: t.name.into(),
@@ -594,7 +642,7 @@ impl Agent {
             })
             .collect();
         let risky: HashMap<String, Risk> = self
-            .permitted()
+            .permitted(&project)?
             .into_iter()
             .map(|t| (t.name.to_string(), t.risk))
             .collect();

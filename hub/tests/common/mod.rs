@@ -70,6 +70,7 @@ pub async fn serve(replies: Vec<Reply>) -> (String, Fake) {
     let app = Router::new()
         .route("/v1/messages", post(answer))
         .route("/v1/chat/completions", post(answer))
+        .route("/v1/embeddings", post(answer))
         .with_state(fake.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
