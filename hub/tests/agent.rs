@@ -576,6 +576,7 @@ async fn only_permitted_tools_are_offered_and_run() {
         reqs[1].1["messages"][2]["content"][0]["content"],
         "tool notes_create is not permitted in this project"
     );
+    drop(reqs);
     assert_eq!(
         s.store
             .list(Filter::new(Kind::Note))
