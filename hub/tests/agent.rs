@@ -560,23 +560,24 @@ async fn only_permitted_tools_are_offered_and_run() {
         .invoke("c", s.project, "make a note")
         .await
         .expect("turn");
-    let reqs = s.fake.requests.lock().expect("lock");
-    let offered: Vec<&str> = reqs[0].1["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
-    assert!(
-        !offered.contains(&"notes_create") && offered.contains(&"notes_read"),
-        "{offered:?}"
-    );
-    assert!(!offered.contains(&"notes_delete"), "deletes are opt-in");
-    assert_eq!(
-        reqs[1].1["messages"][2]["content"][0]["content"],
-        "tool notes_create is not permitted in this project"
-    );
-    drop(reqs);
+    {
+        let reqs = s.fake.requests.lock().expect("lock");
+        let offered: Vec<&str> = reqs[0].1["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert!(
+            !offered.contains(&"notes_create") && offered.contains(&"notes_read"),
+            "{offered:?}"
+        );
+        assert!(!offered.contains(&"notes_delete"), "deletes are opt-in");
+        assert_eq!(
+            reqs[1].1["messages"][2]["content"][0]["content"],
+            "tool notes_create is not permitted in this project"
+        );
+    }
     assert_eq!(
         s.store
             .list(Filter::new(Kind::Note))
