@@ -285,7 +285,10 @@ async fn set_provider_key(
         return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
     }
     match s.secrets.redactor() {
-        Ok(r) => s.agent.set_redactor(r),
+        Ok(r) => {
+            crate::secrets::set_log_redactor(r.clone());
+            s.agent.set_redactor(r)
+        }
         Err(e) => tracing::warn!(error = %e, "cannot refresh the redactor"),
     }
     if name == s.model.provider {
@@ -335,6 +338,7 @@ async fn set_project_secret(
         return error(StatusCode::BAD_REQUEST, e.to_string());
     }
     if let Ok(r) = s.secrets.redactor() {
+        crate::secrets::set_log_redactor(r.clone());
         s.agent.set_redactor(r);
     }
     Json(json!({ "name": name, "value": MASK })).into_response()

@@ -209,7 +209,7 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
                 )
             }),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(crate::secrets::RedactingStderr)
         .init();
     let home = cli.home.unwrap_or_else(default_home);
     let Some(command) = cli.command else {

@@ -221,7 +221,9 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         agent_config,
         &settings.home.join("hub.db"),
     )?);
-    agent.set_redactor(secrets.redactor()?);
+    let redactor = secrets.redactor()?;
+    secrets::set_log_redactor(redactor.clone());
+    agent.set_redactor(redactor);
     let chat_state = chat::ChatState {
         agent: agent.clone(),
         store: store.clone(),

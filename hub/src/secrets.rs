@@ -5,7 +5,8 @@
 //! value has its own random 96-bit nonce, and its slot (`scope`, `name`) is bound in as
 //! associated data, so a ciphertext copied into another slot does not decrypt.
 //! [`SecretValue`] prints as `********`; [`Redactor`] scrubs known values out of text
-//! (tool output, logs) before it goes anywhere. This module never logs a value.
+//! (tool output, and every log line through [`RedactingStderr`]) before it goes anywhere.
+//! This module never logs a value.
 
 use std::{
     fs,
@@ -377,7 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn redaction() {
+    fn redaction_of_text_and_log_lines() {
         let r = Redactor::new(vec![
             SecretValue::new("hunter2hunter2"),
             SecretValue::new("abc"),
@@ -386,5 +387,56 @@ mod tests {
             r.redact("token=hunter2hunter2; abc stays"),
             "token=[REDACTED]; abc stays"
         );
+    }
+}
+
+/// The redactor every log line passes through (see [`RedactingStderr`]).
+fn log_redactor() -> &'static std::sync::RwLock<Redactor> {
+    static LOG: std::sync::OnceLock<std::sync::RwLock<Redactor>> = std::sync::OnceLock::new();
+    LOG.get_or_init(|| std::sync::RwLock::new(Redactor::default()))
+}
+
+/// Sets the values scrubbed from log lines.
+pub fn set_log_redactor(r: Redactor) {
+    if let Ok(mut l) = log_redactor().write() {
+        *l = r;
+    }
+}
+
+/// A `tracing` writer: each log line goes to stderr with known secret values redacted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RedactingStderr;
+
+/// One log line being written; redacted and written out when dropped.
+#[derive(Debug, Default)]
+pub struct RedactingLine {
+    buf: Vec<u8>,
+}
+
+impl std::io::Write for RedactingLine {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RedactingLine {
+    fn drop(&mut self) {
+        let text = String::from_utf8_lossy(&self.buf);
+        let clean = log_redactor()
+            .read()
+            .map(|r| r.redact(&text))
+            .unwrap_or_else(|_| text.into_owned());
+        let _ = std::io::stderr().write_all(clean.as_bytes());
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactingStderr {
+    type Writer = RedactingLine;
+    fn make_writer(&'a self) -> Self::Writer {
+        RedactingLine::default()
     }
 }
