@@ -600,6 +600,27 @@ fn u(v: &Value, path: &str) -> u64 {
     v.pointer(path).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// Parses a tool call's reassembled arguments, reports the call and adds it to the turn.
+fn finish_call(
+    turn: &mut Turn,
+    out: &mut dyn FnMut(StreamEvent),
+    id: String,
+    name: String,
+    args: &str,
+) -> Result<(), StreamFailure> {
+    let input = if args.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(args).map_err(|e| {
+            StreamFailure::Malformed(format!("arguments of tool call {id} are not JSON: {e}"))
+        })?
+    };
+    let call = ToolCall { id, name, input };
+    out(StreamEvent::ToolCall(call.clone()));
+    turn.tool_calls.push(call);
+    Ok(())
+}
+
 /// Anthropic: content blocks by index; tool input as `input_json_delta` fragments.
 #[derive(Default)]
 struct AnthropicStream {
@@ -655,18 +676,7 @@ impl AnthropicStream {
             }
             "content_block_stop" => {
                 if let Some((id, name, json)) = self.blocks.remove(&u(&v, "/index")) {
-                    let input = if json.trim().is_empty() {
-                        json!({})
-                    } else {
-                        serde_json::from_str(&json).map_err(|e| {
-                            StreamFailure::Malformed(format!(
-                                "arguments of tool call {id} are not JSON: {e}"
-                            ))
-                        })?
-                    };
-                    let call = ToolCall { id, name, input };
-                    out(StreamEvent::ToolCall(call.clone()));
-                    self.turn.tool_calls.push(call);
+                    finish_call(&mut self.turn, out, id, name, &json)?;
                 }
             }
             "message_delta" => {
@@ -762,18 +772,7 @@ impl OpenAiStream {
 
     fn flush_calls(&mut self, out: &mut dyn FnMut(StreamEvent)) -> Result<(), StreamFailure> {
         for (_, (id, name, args)) in std::mem::take(&mut self.calls) {
-            let input = if args.trim().is_empty() {
-                json!({})
-            } else {
-                serde_json::from_str(&args).map_err(|e| {
-                    StreamFailure::Malformed(format!(
-                        "arguments of tool call {id} are not JSON: {e}"
-                    ))
-                })?
-            };
-            let call = ToolCall { id, name, input };
-            out(StreamEvent::ToolCall(call.clone()));
-            self.turn.tool_calls.push(call);
+            finish_call(&mut self.turn, out, id, name, &args)?;
         }
         Ok(())
     }
