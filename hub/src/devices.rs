@@ -212,6 +212,16 @@ CREATE TABLE IF NOT EXISTS approve_attempts (
 );
 "];
 
+fn pending_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PendingRequest> {
+    Ok(PendingRequest {
+        code: r.get(0)?,
+        node_id: r.get(1)?,
+        device_name: r.get(2)?,
+        created_at: r.get(3)?,
+        expires_at: r.get(4)?,
+    })
+}
+
 fn device_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Device> {
     Ok(Device {
         node_id: r.get(0)?,
@@ -367,15 +377,7 @@ impl DeviceRegistry {
                 "SELECT code, node_id, device_name, created_at, expires_at FROM pair_requests
                  WHERE node_id = ?1 AND state = 'pending' AND expires_at > ?2",
                 params![node.to_string(), now],
-                |r| {
-                    Ok(PendingRequest {
-                        code: r.get(0)?,
-                        node_id: r.get(1)?,
-                        device_name: r.get(2)?,
-                        created_at: r.get(3)?,
-                        expires_at: r.get(4)?,
-                    })
-                },
+                pending_from_row,
             )
             .optional()?;
         if let Some(p) = pending {
@@ -610,15 +612,7 @@ impl DeviceRegistry {
              WHERE state = 'pending' AND expires_at > ?1 ORDER BY created_at",
         )?;
         let rows = stmt
-            .query_map([now_ms()], |r| {
-                Ok(PendingRequest {
-                    code: r.get(0)?,
-                    node_id: r.get(1)?,
-                    device_name: r.get(2)?,
-                    created_at: r.get(3)?,
-                    expires_at: r.get(4)?,
-                })
-            })?
+            .query_map([now_ms()], pending_from_row)?
             .collect::<Result<_, _>>()?;
         Ok(rows)
     }
