@@ -34,6 +34,10 @@ impl Lan {
             node_ns: format!("hth-node-{tag}"),
         };
         let (hv, nv) = (format!("hv{tag}"), format!("nv{tag}"));
+        // Leftovers of an earlier run that was killed would make the adds below fail.
+        let _ = ip(&["netns", "del", &lan.hub_ns]);
+        let _ = ip(&["netns", "del", &lan.node_ns]);
+        let _ = ip(&["link", "del", &hv]);
         ip(&["netns", "add", &lan.hub_ns])?;
         ip(&["netns", "add", &lan.node_ns])?;
         ip(&["link", "add", &hv, "type", "veth", "peer", "name", &nv])?;
