@@ -386,22 +386,6 @@ async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
             .map(|a| a.to_string())
             .unwrap_or_else(|| "off".into())
     );
-    hub.run_until(shutdown_signal()).await;
+    hub.run_until(hearth_net::shutdown_signal()).await;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        if let Ok(mut term) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {},
-                _ = term.recv() => {},
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

@@ -5,7 +5,8 @@
 //!   mode; never a preset that publishes addresses to public DNS);
 //! - [`sync_conn`]: running a `hearth/sync/1` replication session over a QUIC connection;
 //! - [`discovery`]: mDNS advertising and browsing (optional, never fatal);
-//! - [`ticket`]: the pair ticket for first contact from anywhere.
+//! - [`ticket`]: the pair ticket for first contact from anywhere;
+//! - [`shutdown_signal`]: the daemons' stop signal.
 //!
 //! Architecture Invariant: this crate decides nothing about who may connect; the hub's
 //! access check and the node's pinning live in those crates.
@@ -20,3 +21,20 @@ pub use endpoint::{bind_endpoint, NetError, NetSettings, NoHooks, RelaySetting};
 pub use identity::{load_or_create_secret_key, IdentityError};
 pub use sync_conn::{accept_sync, dial_sync, SyncConnError};
 pub use ticket::PairTicket;
+
+/// Completes on Ctrl-C or SIGTERM: how the hub and node daemons are asked to stop.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        if let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {},
+                _ = term.recv() => {},
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -19,7 +19,8 @@ use hearth_hub::agent::{
 use hearth_sync::{DocumentStore, Project};
 use serde_json::{json, Value};
 
-fn sse(events: &[Value]) -> String {
+/// An Anthropic Messages event stream, byte for byte as the API sends it.
+pub fn anthropic_sse(events: &[Value]) -> String {
     events
         .iter()
         .map(|e| {
@@ -31,24 +32,29 @@ fn sse(events: &[Value]) -> String {
         .collect()
 }
 
-fn text_turn() -> String {
-    sse(&[
+/// A turn that answers with `text` in two deltas.
+pub fn anthropic_text_turn(text: &str) -> String {
+    let (a, b) = text.split_at(text.len() / 2);
+    anthropic_sse(&[
         json!({"type":"message_start","message":{"usage":{"input_tokens":100,"output_tokens":1}}}),
         json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
-        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}),
-        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" there."}}),
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":a}}),
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":b}}),
         json!({"type":"content_block_stop","index":0}),
         json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}),
         json!({"type":"message_stop"}),
     ])
 }
 
-fn tool_turn() -> String {
-    sse(&[
+/// A turn that calls tool `name` with `args`, the arguments split across two deltas.
+pub fn anthropic_tool_turn(id: &str, name: &str, args: &Value) -> String {
+    let args = args.to_string();
+    let (a, b) = args.split_at(args.len() / 3);
+    anthropic_sse(&[
         json!({"type":"message_start","message":{"usage":{"input_tokens":100,"output_tokens":1}}}),
-        json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"notes_query","input":{}}}),
-        json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"limit\":"}}),
-        json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"5}"}}),
+        json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":id,"name":name,"input":{}}}),
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":a}}),
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":b}}),
         json!({"type":"content_block_stop","index":0}),
         json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":10}}),
         json!({"type":"message_stop"}),
@@ -65,7 +71,11 @@ async fn answer(body: String) -> Response {
         .cloned()
         .unwrap_or(Value::Null);
     let wants_tool = last["role"] == "user" && last.to_string().contains("use a tool");
-    let body = if wants_tool { tool_turn() } else { text_turn() };
+    let body = if wants_tool {
+        anthropic_tool_turn("t1", "notes_query", &json!({"limit": 5}))
+    } else {
+        anthropic_text_turn("Hello there.")
+    };
     Response::builder()
         .header("content-type", "text/event-stream")
         .body(Body::from(body))

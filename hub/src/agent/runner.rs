@@ -555,9 +555,9 @@ impl Agent {
         &self,
         project: DocId,
         summary: Option<&str>,
+        permitted: &[ToolInfo],
     ) -> Result<(String, String), AgentError> {
         let p = self.store.get::<Project>(project).await?;
-        let permitted = self.permitted(&project)?;
         let names: Vec<&str> = permitted.iter().map(|t| t.name).collect();
         let dir = self
             .config
@@ -630,20 +630,23 @@ impl Agent {
         let user = json!([{ "type": "text", "text": message }]);
         // Stored before anything streams, so a crash never loses what the user said.
         self.store_message(channel, "user", &user)?;
+        // The permitted tools, read once: offered to the model, named in the prompt, checked per call.
+        let permitted = self.permitted(&project)?;
         let (summary, mut messages) = self.history(channel)?;
-        let (system, system_dynamic) = self.system_prompt(project, summary.as_deref()).await?;
-        let specs: Vec<ToolSpec> = self
-            .permitted(&project)?
-            .into_iter()
+        let (system, system_dynamic) = self
+            .system_prompt(project, summary.as_deref(), &permitted)
+            .await?;
+        let specs: Vec<ToolSpec> = permitted
+            .iter()
+            .cloned()
             .map(|t| ToolSpec {
                 name: t.name.into(),
                 description: t.description.into(),
                 input_schema: t.schema,
             })
             .collect();
-        let risky: HashMap<String, Risk> = self
-            .permitted(&project)?
-            .into_iter()
+        let risky: HashMap<String, Risk> = permitted
+            .iter()
             .map(|t| (t.name.to_string(), t.risk))
             .collect();
         let ctx = ToolContext {

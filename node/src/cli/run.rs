@@ -83,27 +83,11 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         hub_addr,
         store.clone(),
         tx,
-        shutdown_signal(),
+        hearth_net::shutdown_signal(),
     )
     .await;
     let _ = printer.await;
     endpoint.close().await;
     tokio::task::spawn_blocking(move || store.checkpoint_blocking()).await??;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        if let Ok(mut term) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {},
-                _ = term.recv() => {},
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

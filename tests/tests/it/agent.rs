@@ -12,48 +12,13 @@ use std::{
 use axum::{
     body::Body, extract::State, http::HeaderMap, response::Response, routing::post, Router,
 };
-use hearth_tests::{allow, eventually, run_ok, HubProc, NodeHome};
+use hearth_tests::{
+    agent_bench::{anthropic_text_turn, anthropic_tool_turn},
+    allow, eventually, run_ok, HubProc, NodeHome,
+};
 use serde_json::{json, Value};
 
 use crate::{bins, json_lines, sub, tempdir};
-
-fn sse(events: &[Value]) -> String {
-    events
-        .iter()
-        .map(|e| {
-            format!(
-                "event: {}\ndata: {e}\n\n",
-                e["type"].as_str().unwrap_or("message")
-            )
-        })
-        .collect()
-}
-
-fn tool_turn() -> String {
-    let args = json!({"title": "Groceries", "content": "- oat milk\n- lemons"}).to_string();
-    let (a, b) = args.split_at(args.len() / 3);
-    sse(&[
-        json!({"type":"message_start","message":{"usage":{"input_tokens":40,"output_tokens":1}}}),
-        json!({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"notes_create","input":{}}}),
-        json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":a}}),
-        json!({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":b}}),
-        json!({"type":"content_block_stop","index":0}),
-        json!({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}),
-        json!({"type":"message_stop"}),
-    ])
-}
-
-fn text_turn() -> String {
-    sse(&[
-        json!({"type":"message_start","message":{"usage":{"input_tokens":60,"output_tokens":1}}}),
-        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
-        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Saved your "}}),
-        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"groceries."}}),
-        json!({"type":"content_block_stop","index":0}),
-        json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":6}}),
-        json!({"type":"message_stop"}),
-    ])
-}
 
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
@@ -87,7 +52,14 @@ fn a_chat_turn_creates_a_note_that_reaches_a_paired_node() -> anyhow::Result<()>
         .worker_threads(1)
         .enable_all()
         .build()?;
-    let replies = Arc::new(Mutex::new(vec![tool_turn(), text_turn()]));
+    let replies = Arc::new(Mutex::new(vec![
+        anthropic_tool_turn(
+            "toolu_1",
+            "notes_create",
+            &json!({"title": "Groceries", "content": "- oat milk\n- lemons"}),
+        ),
+        anthropic_text_turn("Saved your groceries."),
+    ]));
     let seen: Seen = Arc::default();
     let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
     let model_addr = listener.local_addr()?;
