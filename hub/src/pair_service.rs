@@ -10,7 +10,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use hearth_protocol::{encode_frame, PairRequest, PairResponse};
+use hearth_protocol::{encode_frame, PairRequest, PairResponse, PAIR_MAX_FRAME};
 use hearth_sync::read_frame;
 use iroh::{
     endpoint::{Connection, SendStream},
@@ -75,7 +75,7 @@ impl ProtocolHandler for PairService {
         while Instant::now() < deadline {
             let msg = match tokio::time::timeout(
                 IDLE_TIMEOUT,
-                read_frame::<PairRequest, _>(&mut rx, &mut buf),
+                read_frame::<PairRequest, _>(&mut rx, &mut buf, PAIR_MAX_FRAME),
             )
             .await
             {

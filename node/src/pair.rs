@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use hearth_protocol::{encode_frame, PairRequest, PairResponse, ALPN_PAIR};
+use hearth_protocol::{encode_frame, PairRequest, PairResponse, ALPN_PAIR, PAIR_MAX_FRAME};
 use hearth_sync::read_frame;
 use iroh::{Endpoint, EndpointAddr};
 
@@ -68,7 +68,7 @@ pub async fn request_pairing(
     let outcome = loop {
         let frame = encode_frame(&msg).map_err(|e| proto(&e))?;
         tx.write_all(&frame).await.map_err(|e| proto(&e))?;
-        let reply = read_frame::<PairResponse, _>(&mut rx, &mut buf)
+        let reply = read_frame::<PairResponse, _>(&mut rx, &mut buf, PAIR_MAX_FRAME)
             .await
             .map_err(|e| proto(&e))?
             .ok_or_else(|| PairError::Protocol("the hub closed the pairing stream".into()))?;

@@ -11,8 +11,13 @@ use crate::PROTOCOL_VERSION;
 /// Bytes before the body: the 4-byte length.
 pub const FRAME_HEADER_LEN: usize = 4;
 
-/// Hard maximum of a frame body (version byte plus payload), 16 MiB.
+/// Hard maximum of a frame body (version byte plus payload), 16 MiB: the limit of
+/// `hearth/sync/1`, whose snapshots batch whole documents.
 pub const MAX_FRAME: usize = 16 * 1024 * 1024;
+
+/// Maximum frame body on `hearth/pair/1`: its messages are a device name, a code and a
+/// few ids, so a peer that is not yet trusted may make the hub buffer no more than this.
+pub const PAIR_MAX_FRAME: usize = 4 * 1024;
 
 /// Why a frame could not be encoded or decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -27,7 +27,8 @@ use std::{
 
 use automerge::sync;
 use hearth_protocol::{
-    decode_frame, encode_frame, frame_len, DocSnapshot, SyncMessage, FRAME_HEADER_LEN, MAX_FRAME,
+    decode_frame, encode_frame, frame_len, DocSnapshot, FrameError, SyncMessage, FRAME_HEADER_LEN,
+    MAX_FRAME,
 };
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
@@ -96,12 +97,19 @@ pub enum SessionEvent {
     },
 }
 
-/// Reads one frame of any message type; `Ok(None)` at a clean end of stream between
-/// frames. Oversized frames are refused from their header, before the body is read.
+/// Reads one frame of any message type whose body is at most `max` bytes (each ALPN has
+/// its own limit: [`hearth_protocol::PAIR_MAX_FRAME`], [`MAX_FRAME`]); `Ok(None)` at a
+/// clean end of stream between frames.
+///
+/// An oversized frame is refused from its header, and the body buffer grows only as
+/// bytes arrive: a peer that announces 16 MiB and sends nothing costs nothing.
 pub async fn read_frame<T: serde::de::DeserializeOwned, R: AsyncRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
+    max: usize,
 ) -> Result<Option<T>, SessionError> {
+    /// Bytes read per step; the buffer never runs ahead of the data by more.
+    const STEP: usize = 64 * 1024;
     buf.clear();
     buf.resize(FRAME_HEADER_LEN, 0);
     let mut got = 0;
@@ -118,16 +126,20 @@ pub async fn read_frame<T: serde::de::DeserializeOwned, R: AsyncRead + Unpin>(
         }
         got += n;
     }
-    // Refuses an oversized frame before buffering its body.
     let len = frame_len(buf)?.unwrap_or(0);
-    buf.resize(FRAME_HEADER_LEN + len, 0);
+    if len > max {
+        return Err(FrameError::Oversized { len, max }.into());
+    }
     let mut got = 0;
     while got < len {
-        let n = reader.read(&mut buf[FRAME_HEADER_LEN + got..]).await?;
+        let start = FRAME_HEADER_LEN + got;
+        buf.resize(start + (len - got).min(STEP), 0);
+        let n = reader.read(&mut buf[start..]).await?;
         if n == 0 {
             return Err(SessionError::Truncated { got, want: len });
         }
         got += n;
+        buf.truncate(FRAME_HEADER_LEN + got);
     }
     match decode_frame::<T>(buf)? {
         Some((msg, _)) => Ok(Some(msg)),
@@ -369,7 +381,7 @@ where
     let reader_task = tokio::spawn(async move {
         let mut buf = Vec::new();
         loop {
-            let item = read_frame::<SyncMessage, _>(&mut reader, &mut buf).await;
+            let item = read_frame::<SyncMessage, _>(&mut reader, &mut buf, MAX_FRAME).await;
             let stop = !matches!(item, Ok(Some(_)));
             let item = match item {
                 Ok(Some(msg)) => {
