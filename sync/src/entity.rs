@@ -17,6 +17,12 @@ use crate::error::StoreError;
 /// Value of the root `schema` key of every Hearth document.
 pub const SCHEMA: &str = "hearth/1";
 
+/// Largest note content, in bytes of UTF-8.
+pub const MAX_NOTE_BYTES: usize = 1024 * 1024;
+
+/// Above this many characters (old plus new), a whole-text replacement is not diffed.
+const DIFF_LIMIT: usize = 64 * 1024;
+
 /// A document id: 16 random bytes, written as 32 lowercase hex digits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DocId(pub [u8; 16]);
@@ -380,6 +386,11 @@ pub(crate) fn apply_edit(doc: &mut AutoCommit, edit: &FieldEdit) -> Result<(), S
             };
             let len = doc.length(&obj);
             match text {
+                // Diffing is quadratic in the worst case and runs under the store's lock:
+                // past a size, replace the text whole (merges worse, costs linear time).
+                TextEdit::Replace(new) if len + new.len() > DIFF_LIMIT => {
+                    doc.splice_text(&obj, 0, len as isize, new)?
+                }
                 TextEdit::Replace(new) => doc.update_text(&obj, new)?,
                 TextEdit::Append(more) => doc.splice_text(&obj, len, 0, more)?,
                 TextEdit::Splice {
@@ -581,7 +592,17 @@ impl Entity for Note {
         }
     }
     fn validate(&self) -> Result<(), StoreError> {
-        validate_nonempty("title", &self.title)
+        validate_nonempty("title", &self.title)?;
+        if self.content.len() > MAX_NOTE_BYTES {
+            return Err(StoreError::invalid(
+                "content",
+                format!(
+                    "a note holds at most {} MiB of text; split it into several notes",
+                    MAX_NOTE_BYTES / (1024 * 1024)
+                ),
+            ));
+        }
+        Ok(())
     }
     fn derive(&self) -> Derived {
         Derived {

@@ -66,12 +66,39 @@ pub enum StoreError {
         /// The document.
         id: DocId,
     },
+    /// A peer's document or change was refused before or while loading: over a size
+    /// limit, malformed, or it made Automerge fail. Only this document is affected.
+    #[error("document {id} from a peer was refused: {reason}")]
+    PeerData {
+        /// The document.
+        id: DocId,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The database was written by a newer Hearth: opening it could lose data.
+    #[error("the database has schema version {found}, newer than the {known} this build knows: update Hearth")]
+    SchemaTooNew {
+        /// Version found in the file.
+        found: i64,
+        /// Highest version this build knows.
+        known: i64,
+    },
     /// A blocking task panicked or was cancelled.
     #[error("store task failed: {0}")]
     Task(String),
 }
 
 impl StoreError {
+    /// Whether the failure concerns one document only (its content, its scope, a peer's
+    /// claim about it), so that a session refuses that document and carries on with the
+    /// others; `false` for failures of the store itself.
+    pub fn is_document_fault(&self) -> bool {
+        !matches!(
+            self,
+            Self::Sqlite(_) | Self::Task(_) | Self::SchemaTooNew { .. }
+        )
+    }
+
     pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
         Self::Invalid {
             field,

@@ -1,5 +1,6 @@
 //! hearth-sync: the CRDT document store and the replication session.
 //!
+//! - [`bounds`]: limits on Automerge bytes from peers, checked before Automerge loads them.
 //! - [`entity`]: the typed entities (project, note, task, contact, skill) and how each
 //!   maps onto a plain Automerge document (schema in `docs/SCHEMA.md`).
 //! - [`store`]: [`DocumentStore`], the one write API for every writer (API, agent, UI,
@@ -11,6 +12,7 @@
 //! Architecture Invariant: this crate knows nothing of iroh, HTTP or the CLI. A change is
 //! committed to SQLite before it is acknowledged to a peer or announced on the feed.
 
+pub mod bounds;
 pub mod entity;
 mod error;
 pub mod session;

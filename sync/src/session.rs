@@ -16,10 +16,11 @@
 //! work itself; it goes through [`DocumentStore`].
 
 use std::{
-    collections::{HashMap, HashSet, VecDeque},
+    collections::{HashSet, VecDeque},
     future::Future,
+    num::NonZeroUsize,
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
         Arc,
     },
     time::{Duration, Instant},
@@ -30,9 +31,10 @@ use hearth_protocol::{
     decode_frame, encode_frame, frame_len, DocSnapshot, FrameError, SyncMessage, FRAME_HEADER_LEN,
     MAX_FRAME,
 };
+use lru::LruCache;
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt},
-    sync::{broadcast, mpsc},
+    sync::{broadcast, mpsc, Notify, OwnedSemaphorePermit, Semaphore},
 };
 
 use crate::{
@@ -150,16 +152,45 @@ pub async fn read_frame<T: serde::de::DeserializeOwned, R: AsyncRead + Unpin>(
     }
 }
 
+/// Frames waiting for the writer task, counted in bytes.
+///
+/// Answers to the peer are always queued (blocking on them could deadlock two sessions
+/// that flood each other); work this side starts itself (new document syncs, live pushes)
+/// waits while more than [`OUTBOX_HIGH`] bytes are queued, and a peer that stops reading
+/// altogether ends the session at [`OUTBOX_MAX`].
 struct Outbox {
     tx: mpsc::UnboundedSender<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
 }
+
+/// Above this many queued bytes, this side starts no new work.
+const OUTBOX_HIGH: usize = 8 * 1024 * 1024;
+/// A peer that lets this much pile up is not reading: the session ends.
+const OUTBOX_MAX: usize = 256 * 1024 * 1024;
+/// Bytes of received frames waiting for the main loop; the reader stops reading beyond.
+const INBOX_BYTES: usize = 32 * 1024 * 1024;
+/// Per-document Automerge sync states kept per session; older ones start afresh.
+const MAX_STATES: usize = 4096;
+/// Summary rounds (`Hello`) a peer may ask for: a burst, then one per this interval.
+const HELLO_BURST: u32 = 8;
+const HELLO_INTERVAL: Duration = Duration::from_secs(2);
 
 impl Outbox {
     fn send(&self, msg: &SyncMessage) -> Result<(), SessionError> {
         let frame = encode_frame(msg)?;
+        let queued = self.queued.fetch_add(frame.len(), Ordering::Relaxed) + frame.len();
+        if queued > OUTBOX_MAX {
+            return Err(SessionError::Protocol(format!(
+                "the peer is not reading: {queued} bytes queued"
+            )));
+        }
         self.tx
             .send(frame)
             .map_err(|_| SessionError::Io(std::io::Error::from(std::io::ErrorKind::BrokenPipe)))
+    }
+
+    fn busy(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) > OUTBOX_HIGH
     }
 }
 
@@ -168,7 +199,9 @@ struct Session {
     origin: Origin,
     config: SessionConfig,
     out: Outbox,
-    states: HashMap<DocId, sync::State>,
+    states: LruCache<DocId, sync::State>,
+    hello_tokens: u32,
+    hello_refill: Instant,
     in_flight: HashSet<DocId>,
     queue: VecDeque<DocId>,
     peer_done: bool,
@@ -219,9 +252,9 @@ impl Session {
         Ok(())
     }
 
-    /// Starts queued document syncs up to the in-flight bound.
+    /// Starts queued document syncs up to the in-flight bound, unless the outbox is full.
     async fn pump(&mut self) -> Result<(), SessionError> {
-        while self.in_flight.len() < self.config.max_in_flight {
+        while self.in_flight.len() < self.config.max_in_flight && !self.out.busy() {
             let Some(id) = self.queue.pop_front() else {
                 break;
             };
@@ -237,9 +270,16 @@ impl Session {
 
     /// Sends the next sync message for `id`, if Automerge has one. Returns whether it did.
     async fn push(&mut self, id: DocId) -> Result<bool, SessionError> {
-        let state = self.states.remove(&id).unwrap_or_default();
-        let (state, msg) = self.store.generate_sync(id, state).await?;
-        self.states.insert(id, state);
+        let state = self.states.pop(&id).unwrap_or_default();
+        let (state, msg) = match self.store.generate_sync(id, state).await {
+            Ok(out) => out,
+            Err(e) if e.is_document_fault() => {
+                tracing::warn!(%id, error = %e, "cannot offer a document; skipping it");
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.states.put(id, state);
         match msg {
             Some(message) => {
                 self.out.send(&SyncMessage::Sync { doc: id.0, message })?;
@@ -247,6 +287,23 @@ impl Session {
             }
             None => Ok(false),
         }
+    }
+
+    /// Allows a burst of summary rounds, then one per [`HELLO_INTERVAL`]: each costs a
+    /// summary (a scan for a scoped peer) and may trigger a full comparison.
+    fn take_hello_token(&mut self) -> Result<(), SessionError> {
+        let earned = (self.hello_refill.elapsed().as_millis() / HELLO_INTERVAL.as_millis()) as u32;
+        if earned > 0 {
+            self.hello_tokens = (self.hello_tokens + earned).min(HELLO_BURST);
+            self.hello_refill = Instant::now();
+        }
+        if self.hello_tokens == 0 {
+            return Err(SessionError::Protocol(
+                "the peer asks for summaries too often".into(),
+            ));
+        }
+        self.hello_tokens -= 1;
+        Ok(())
     }
 
     fn check_caught_up(&mut self) {
@@ -272,6 +329,7 @@ impl Session {
     async fn handle(&mut self, msg: SyncMessage) -> Result<(), SessionError> {
         match msg {
             SyncMessage::Hello { root, .. } => {
+                self.take_hello_token()?;
                 let summary = self.store.summary_in(self.config.scope).await?;
                 if summary.root == root {
                     self.out.send(&SyncMessage::CatchUpDone)?;
@@ -329,7 +387,7 @@ impl Session {
             }
             SyncMessage::Sync { doc, message } => {
                 let id = DocId(doc);
-                let state = self.states.remove(&id).unwrap_or_default();
+                let state = self.states.pop(&id).unwrap_or_default();
                 let state = match self
                     .store
                     .receive_sync(id, state, message, self.origin, self.config.scope)
@@ -342,9 +400,15 @@ impl Session {
                         self.in_flight.remove(&id);
                         return Ok(());
                     }
+                    Err(e) if e.is_document_fault() => {
+                        // One bad document never ends the session for the others.
+                        tracing::warn!(%id, error = %e, "refused a peer's change to a document");
+                        self.in_flight.remove(&id);
+                        return Ok(());
+                    }
                     Err(e) => return Err(e.into()),
                 };
-                self.states.insert(id, state);
+                self.states.put(id, state);
                 let sent = self.push(id).await?;
                 if !sent && self.in_flight.remove(&id) {
                     self.synced += 1;
@@ -375,9 +439,16 @@ where
 {
     let mut feed = store.subscribe();
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let (in_tx, mut in_rx) = mpsc::channel::<Result<SyncMessage, SessionError>>(64);
+    let queued = Arc::new(AtomicUsize::new(0));
+    let drained = Arc::new(Notify::new());
+    // Received frames wait here holding permits for their bytes: the reader stops reading
+    // from the peer while the main loop is INBOX_BYTES behind.
+    let inbox = Arc::new(Semaphore::new(INBOX_BYTES));
+    type Inbound = Result<(SyncMessage, OwnedSemaphorePermit), SessionError>;
+    let (in_tx, mut in_rx) = mpsc::channel::<Inbound>(1024);
 
     let read_stats = stats.clone();
+    let reader_inbox = inbox.clone();
     let reader_task = tokio::spawn(async move {
         let mut buf = Vec::new();
         loop {
@@ -389,7 +460,15 @@ where
                         .bytes_received
                         .fetch_add(buf.len() as u64, Ordering::Relaxed);
                     read_stats.frames_received.fetch_add(1, Ordering::Relaxed);
-                    Ok(msg)
+                    let bytes = buf.len().clamp(1, INBOX_BYTES) as u32;
+                    let Ok(permit) = reader_inbox.clone().acquire_many_owned(bytes).await else {
+                        break;
+                    };
+                    // Don't keep a 16 MiB buffer around for the next small frame.
+                    if buf.capacity() > 1024 * 1024 {
+                        buf = Vec::new();
+                    }
+                    Ok((msg, permit))
                 }
                 Ok(None) => break,
                 Err(e) => Err(e),
@@ -400,9 +479,16 @@ where
         }
     });
     let write_stats = stats.clone();
+    let write_queued = queued.clone();
+    let write_drained = drained.clone();
     let writer_task = tokio::spawn(async move {
         while let Some(frame) = out_rx.recv().await {
             writer.write_all(&frame).await?;
+            if write_queued.fetch_sub(frame.len(), Ordering::Relaxed) - frame.len()
+                <= OUTBOX_HIGH / 2
+            {
+                write_drained.notify_one();
+            }
             write_stats
                 .bytes_sent
                 .fetch_add(frame.len() as u64, Ordering::Relaxed);
@@ -419,8 +505,10 @@ where
         store,
         origin,
         config,
-        out: Outbox { tx: out_tx },
-        states: HashMap::new(),
+        out: Outbox { tx: out_tx, queued },
+        states: LruCache::new(NonZeroUsize::new(MAX_STATES).unwrap_or(NonZeroUsize::MIN)),
+        hello_tokens: HELLO_BURST,
+        hello_refill: Instant::now(),
         in_flight: HashSet::new(),
         queue: VecDeque::new(),
         peer_done: false,
@@ -442,9 +530,18 @@ where
                 msg = in_rx.recv() => match msg {
                     None => return Ok(()),
                     Some(Err(e)) => return Err(e),
-                    Some(Ok(msg)) => session.handle(msg).await?,
+                    Some(Ok((msg, permit))) => {
+                        session.handle(msg).await?;
+                        drop(permit);
+                    }
                 },
-                change = feed.recv() => match change {
+                // The outbox drained: start what waited for room.
+                _ = drained.notified() => {
+                    session.pump().await?;
+                    session.check_caught_up();
+                },
+                // Live pushes wait while the outbox is full (a lag resummarises later).
+                change = feed.recv(), if !session.out.busy() => match change {
                     Ok(change) => {
                         if change.origin != session.origin
                             && session.store.in_scope(change.id, session.config.scope).await?

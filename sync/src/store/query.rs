@@ -1,0 +1,228 @@
+//! Reading entities: get, resolve, list, full-text search, lazy indexing.
+
+use super::*;
+
+pub(super) fn listed_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Listed> {
+    let kind: String = r.get(1)?;
+    Ok(Listed {
+        id: id_from_sql(r.get(0)?)?,
+        kind: kind.parse().unwrap_or(Kind::Note),
+        title: r.get(2)?,
+        project: opt_id(r.get(3)?),
+        status: r.get(4)?,
+        due: r.get(5)?,
+        parent: opt_id(r.get(6)?),
+        deleted: r.get(7)?,
+        updated_at: r.get(8)?,
+    })
+}
+
+pub(super) const LISTED_COLUMNS: &str =
+    "e.id, e.kind, e.title, e.project, e.status, e.due, e.parent, e.deleted, e.updated_at";
+
+/// Quotes every word of a user's query so FTS5 syntax in it is taken literally.
+pub(super) fn fts_query(query: &str) -> Option<String> {
+    let words: Vec<String> = query
+        .split_whitespace()
+        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+impl DocumentStore {
+    /// Reads an entity.
+    pub async fn get<E: Entity>(&self, id: DocId) -> Result<Record<E>, StoreError> {
+        self.blocking(move |s| s.get_blocking(id)).await
+    }
+
+    /// [`Self::get`] for synchronous callers.
+    pub fn get_blocking<E: Entity>(&self, id: DocId) -> Result<Record<E>, StoreError> {
+        // Documents received whole are shown once verified; finish that first.
+        self.verify_all_pending_blocking()?;
+        let mut inner = self.lock();
+        let Inner { conn, cache } = &mut *inner;
+        let not_found = || StoreError::NotFound {
+            kind: E::KIND.as_str(),
+            id: id.to_string(),
+        };
+        let row = doc_row(conn, &id)?.ok_or_else(not_found)?;
+        if row.kind != E::KIND.as_str() {
+            return Err(StoreError::WrongKind {
+                id,
+                expected: E::KIND,
+                found: row.kind,
+            });
+        }
+        let entry = cached(conn, cache, &id, &row)?;
+        Ok(record_of(id, &entry.doc))
+    }
+
+    /// Finds the one entity of `kind` whose hex id starts with `prefix` (at least 4 digits).
+    pub fn resolve_blocking(&self, kind: Kind, prefix: &str) -> Result<DocId, StoreError> {
+        // Documents received whole are shown once verified; finish that first.
+        self.verify_all_pending_blocking()?;
+        let prefix = prefix.to_ascii_lowercase();
+        if prefix.len() < 4 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(StoreError::invalid(
+                "id",
+                format!("{prefix:?}: give at least 4 hex digits"),
+            ));
+        }
+        let inner = self.lock();
+        let mut stmt = inner.conn.prepare_cached(
+            "SELECT id FROM entities WHERE kind = ?1 AND lower(hex(id)) LIKE ?2 || '%' LIMIT 2",
+        )?;
+        let ids: Vec<DocId> = stmt
+            .query_map(params![kind.as_str(), prefix], |r| id_from_sql(r.get(0)?))?
+            .collect::<Result<_, _>>()?;
+        match ids.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(StoreError::NotFound {
+                kind: kind.as_str(),
+                id: prefix,
+            }),
+            _ => Err(StoreError::Ambiguous(prefix)),
+        }
+    }
+
+    /// Lists entities from the derived table, newest first.
+    pub async fn list(&self, filter: Filter) -> Result<Page<Listed>, StoreError> {
+        self.blocking(move |s| s.list_blocking(&filter)).await
+    }
+
+    /// [`Self::list`] for synchronous callers.
+    pub fn list_blocking(&self, f: &Filter) -> Result<Page<Listed>, StoreError> {
+        // Documents received whole are shown once verified; finish that first.
+        self.verify_all_pending_blocking()?;
+        let inner = self.lock();
+        let where_sql = "WHERE e.kind = ?1 AND (?2 OR e.deleted = 0)
+            AND (?3 IS NULL OR e.project = ?3) AND (?4 IS NULL OR e.status = ?4)
+            AND (?5 IS NULL OR e.parent = ?5)";
+        let args = params![
+            f.kind.as_str(),
+            f.include_deleted,
+            f.project.map(|p| p.to_string()),
+            f.status,
+            f.parent.map(|p| p.to_string()),
+        ];
+        let total: i64 = inner.conn.query_row(
+            &format!("SELECT count(*) FROM entities e {where_sql}"),
+            args,
+            |r| r.get(0),
+        )?;
+        let mut stmt = inner.conn.prepare_cached(&format!(
+            "SELECT {LISTED_COLUMNS} FROM entities e {where_sql}
+             ORDER BY e.updated_at DESC, e.id LIMIT ?6 OFFSET ?7"
+        ))?;
+        let data = stmt
+            .query_map(
+                params![
+                    f.kind.as_str(),
+                    f.include_deleted,
+                    f.project.map(|p| p.to_string()),
+                    f.status,
+                    f.parent.map(|p| p.to_string()),
+                    f.limit,
+                    f.offset,
+                ],
+                listed_from_row,
+            )?
+            .collect::<Result<_, _>>()?;
+        Ok(Page {
+            data,
+            total: total as u64,
+            limit: f.limit,
+            offset: f.offset,
+        })
+    }
+
+    /// Full-text search over titles and bodies, best match first.
+    pub async fn search(
+        &self,
+        query: String,
+        kind: Option<Kind>,
+        limit: u32,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        self.blocking(move |s| s.search_blocking(&query, kind, limit))
+            .await
+    }
+
+    /// [`Self::search`] for synchronous callers.
+    pub fn search_blocking(
+        &self,
+        query: &str,
+        kind: Option<Kind>,
+        limit: u32,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        let Some(q) = fts_query(query) else {
+            return Ok(Vec::new());
+        };
+        // Documents received whole are searchable once verified; finish that first (and
+        // index rows an older version left pending).
+        self.verify_all_pending_blocking()?;
+        while self.index_pending_blocking(512)? > 0 {}
+        let inner = self.lock();
+        let mut stmt = inner.conn.prepare_cached(&format!(
+            "SELECT {LISTED_COLUMNS}, snippet(search, -1, '[', ']', '…', 12)
+             FROM search JOIN entities e ON e.rowid = search.rowid
+             WHERE search MATCH ?1 AND (?2 IS NULL OR e.kind = ?2) AND e.deleted = 0
+             ORDER BY rank LIMIT ?3"
+        ))?;
+        let hits = stmt
+            .query_map(params![q, kind.map(|k| k.as_str()), limit], |r| {
+                Ok(SearchHit {
+                    entity: listed_from_row(r)?,
+                    snippet: r.get(9)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(hits)
+    }
+
+    /// Fills the search index for up to `limit` documents received whole; returns how many.
+    pub fn index_pending_blocking(&self, limit: u32) -> Result<usize, StoreError> {
+        let mut inner = self.lock();
+        let Inner { conn, cache } = &mut *inner;
+        let tx = begin(conn, Durability::Normal)?;
+        let ids: Vec<DocId> = {
+            let mut stmt =
+                tx.prepare_cached("SELECT id FROM entities WHERE indexed = 0 LIMIT ?1")?;
+            let ids = stmt
+                .query_map([limit], |r| id_from_sql(r.get(0)?))?
+                .collect::<Result<_, _>>()?;
+            ids
+        };
+        for id in &ids {
+            let Some(row) = doc_row(&tx, id)? else {
+                continue;
+            };
+            // Load without caching: a bulk index pass must not evict hot documents.
+            let fresh = match cache.peek(id) {
+                Some(c) if c.version == row.version => None,
+                _ => Some(load_fresh(&tx, id, &row)?),
+            };
+            let doc = match &fresh {
+                Some(c) => &c.doc,
+                None => {
+                    &cache
+                        .peek(id)
+                        .ok_or_else(|| StoreError::Task("cache race".into()))?
+                        .doc
+                }
+            };
+            index_doc(&tx, id, &row.kind, doc)?;
+        }
+        tx.commit()?;
+        Ok(ids.len())
+    }
+}
+
+pub(super) fn record_of<E: Entity>(id: DocId, doc: &AutoCommit) -> Record<E> {
+    Record {
+        id,
+        created_at: read_i64(doc, "created_at"),
+        updated_at: read_i64(doc, "updated_at"),
+        deleted: read_bool(doc, "deleted"),
+        value: E::read(doc),
+    }
+}

@@ -1,0 +1,98 @@
+//! References between documents: projects, parents, subtasks, cycles.
+
+use super::*;
+
+impl Inner {
+    pub(super) fn check_refs(
+        tx: &Connection,
+        id: &DocId,
+        kind: Kind,
+        d: &Derived,
+    ) -> Result<(), StoreError> {
+        let kind_of =
+            |other: &DocId| -> Result<Option<(String, bool, Option<String>)>, StoreError> {
+                Ok(tx
+                    .query_row(
+                        "SELECT kind, deleted, parent FROM entities WHERE id = ?1",
+                        [&other.0[..]],
+                        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    )
+                    .optional()?)
+            };
+        if let Some(project) = &d.project {
+            match kind_of(project)? {
+                Some((k, false, _)) if k == "project" => {}
+                _ => {
+                    return Err(StoreError::invalid(
+                        "project",
+                        format!("no project {project}"),
+                    ))
+                }
+            }
+        }
+        match (kind, &d.parent) {
+            (Kind::Task, Some(parent)) => {
+                if parent == id {
+                    return Err(StoreError::invalid(
+                        "parent",
+                        "a task cannot be its own parent",
+                    ));
+                }
+                match kind_of(parent)? {
+                    Some((k, false, grandparent)) if k == "task" => {
+                        if grandparent.is_some() {
+                            return Err(StoreError::invalid(
+                                "parent",
+                                "subtasks go two levels deep: the parent is itself a subtask",
+                            ));
+                        }
+                    }
+                    _ => return Err(StoreError::invalid("parent", format!("no task {parent}"))),
+                }
+                let children: i64 = tx.query_row(
+                    "SELECT count(*) FROM entities WHERE parent = ?1 AND kind = 'task' AND deleted = 0",
+                    [id.to_string()],
+                    |r| r.get(0),
+                )?;
+                if children > 0 {
+                    return Err(StoreError::invalid(
+                        "parent",
+                        "a task with subtasks cannot become a subtask (two levels at most)",
+                    ));
+                }
+            }
+            (Kind::Project, Some(parent)) => {
+                // Walk up from the new parent; meeting `id` would make a cycle.
+                let mut cursor = Some(*parent);
+                let mut steps = 0;
+                while let Some(p) = cursor {
+                    if p == *id {
+                        return Err(StoreError::invalid(
+                            "parent",
+                            "projects cannot form a cycle",
+                        ));
+                    }
+                    match kind_of(&p)? {
+                        Some((k, false, up)) if k == "project" => cursor = opt_id(up),
+                        _ => return Err(StoreError::invalid("parent", format!("no project {p}"))),
+                    }
+                    steps += 1;
+                    if steps > 64 {
+                        return Err(StoreError::invalid("parent", "project tree deeper than 64"));
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn check_refs_conn(
+    tx: &Connection,
+    id: &DocId,
+    kind: Kind,
+    d: &Derived,
+) -> Result<(), StoreError> {
+    Inner::check_refs(tx, id, kind, d)
+}

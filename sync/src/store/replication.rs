@@ -1,0 +1,445 @@
+//! Replication hooks: summaries, entries, export, import and Automerge sync messages.
+
+use super::*;
+use crate::bounds::Limits;
+
+impl DocumentStore {
+    /// The set digest of this replica; reads 256 small rows, loads no document.
+    pub async fn summary(&self) -> Result<Summary, StoreError> {
+        self.blocking(|s| s.summary_blocking()).await
+    }
+
+    /// [`Self::summary`] for synchronous callers.
+    pub fn summary_blocking(&self) -> Result<Summary, StoreError> {
+        let inner = self.lock();
+        let mut buckets = vec![EMPTY; BUCKETS];
+        let mut docs = 0u64;
+        let mut stmt = inner
+            .conn
+            .prepare_cached("SELECT bucket, digest, docs FROM buckets")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let b: i64 = r.get(0)?;
+            if let Some(slot) = buckets.get_mut(b as usize) {
+                *slot = digest_from_sql(r.get(1)?);
+            }
+            docs += r.get::<_, i64>(2)? as u64;
+        }
+        let root = root_digest(&buckets);
+        Ok(Summary {
+            buckets,
+            root,
+            docs,
+        })
+    }
+
+    /// The entries (id, digest) of every document in `buckets`, sorted by id.
+    pub async fn entries(&self, buckets: Vec<u8>) -> Result<Vec<DocEntry>, StoreError> {
+        self.blocking(move |s| {
+            let inner = s.lock();
+            let mut stmt = inner
+                .conn
+                .prepare_cached("SELECT id, digest FROM documents WHERE bucket = ?1 AND unverified_from IS NULL ORDER BY id")?;
+            let mut out = Vec::new();
+            for b in buckets {
+                let rows = stmt.query_map([b], |r| {
+                    let id: Vec<u8> = r.get(0)?;
+                    Ok(DocEntry {
+                        id: id_from_sql(id)?.0,
+                        digest: digest_from_sql(r.get(1)?),
+                    })
+                })?;
+                for row in rows {
+                    out.push(row?);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Whole documents for a peer that lacks them: compacted snapshot, heads and derived
+    /// fields. Documents with pending chunks are compacted first (and stay compacted).
+    pub async fn export(&self, ids: Vec<DocId>) -> Result<Vec<DocSnapshot>, StoreError> {
+        self.blocking(move |s| s.export_blocking(&ids)).await
+    }
+
+    pub(super) fn export_blocking(&self, ids: &[DocId]) -> Result<Vec<DocSnapshot>, StoreError> {
+        let mut inner = self.lock();
+        let Inner { conn, cache } = &mut *inner;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            // A document not yet verified is never forwarded.
+            let Some(row) = doc_row(conn, id)?.filter(|r| r.verified) else {
+                continue;
+            };
+            if row.chunk_count > 0 {
+                let tx = begin(conn, Durability::Normal)?;
+                let Some(row) = doc_row(&tx, id)? else {
+                    continue;
+                };
+                let mut entry = take_cached(&tx, cache, id, &row)?;
+                let snapshot = entry.doc.save();
+                tx.execute("DELETE FROM chunks WHERE doc_id = ?1", [&id.0[..]])?;
+                tx.execute(
+                    "UPDATE documents SET snapshot = ?2, snapshot_gen = snapshot_gen + 1,
+                       version = version + 1, chunk_count = 0, chunk_bytes = 0 WHERE id = ?1",
+                    params![&id.0[..], snapshot],
+                )?;
+                tx.commit()?;
+                entry.version = row.version + 1;
+                entry.gen = row.gen + 1;
+                entry.last_chunk = 0;
+                cache.put(*id, entry);
+            }
+            let snap = conn.query_row(
+                "SELECT d.heads, d.snapshot, e.kind, e.project, e.title, e.status, e.due, e.parent,
+                        e.deleted, e.updated_at
+                 FROM documents d JOIN entities e ON e.id = d.id WHERE d.id = ?1",
+                [&id.0[..]],
+                |r| {
+                    let heads: Vec<u8> = r.get(0)?;
+                    Ok(DocSnapshot {
+                        id: id.0,
+                        heads: heads_from_bytes(&heads),
+                        bytes: r.get(1)?,
+                        index: DocIndex {
+                            kind: r.get(2)?,
+                            project: r.get(3)?,
+                            title: r.get(4)?,
+                            status: r.get(5)?,
+                            due: r.get(6)?,
+                            parent: r.get(7)?,
+                            deleted: r.get(8)?,
+                            updated_at: r.get(9)?,
+                        },
+                    })
+                },
+            )?;
+            out.push(snap);
+        }
+        Ok(out)
+    }
+
+    /// Stores documents received whole from a peer, in one transaction. Documents this
+    /// replica already holds are merged instead, through the same checks as a sync
+    /// message. Returns how many were new.
+    ///
+    /// From a peer with full scope a new document is stored as it came, unverified: it
+    /// is in no digest, listing or search and is never forwarded until the verifier has
+    /// loaded it within [`Limits::PEER`] and recomputed its heads, digest and index. From a
+    /// scoped peer it is loaded and judged by content at once. A document that fails is
+    /// quarantined; the rest of the batch is stored.
+    pub async fn import(
+        &self,
+        docs: Vec<DocSnapshot>,
+        origin: Origin,
+        scope: Option<DocId>,
+    ) -> Result<usize, StoreError> {
+        let fresh = self
+            .blocking(move |s| s.import_blocking(docs, origin, scope))
+            .await?;
+        if fresh > 0 {
+            self.wake_verifier();
+        }
+        Ok(fresh)
+    }
+
+    pub(super) fn import_blocking(
+        &self,
+        docs: Vec<DocSnapshot>,
+        origin: Origin,
+        scope: Option<DocId>,
+    ) -> Result<usize, StoreError> {
+        let writer = self.shared.writer;
+        let tag = match origin {
+            Origin::Peer(PeerTag(t)) => t as i64,
+            _ => 0,
+        };
+        let mut merges = Vec::new();
+        let mut fresh = 0;
+        let mut checked = Vec::new();
+        {
+            let mut inner = self.lock();
+            let scope = scope.map(|r| Scope::load(&inner.conn, r)).transpose()?;
+            let Inner { conn, cache } = &mut *inner;
+            let tx = begin(conn, Durability::Normal)?;
+            for snap in docs {
+                let id = DocId(snap.id);
+                if doc_row(&tx, &id)?.is_some() {
+                    merges.push(snap);
+                    continue;
+                }
+                if snap.bytes.len() > Limits::PEER.max_bytes {
+                    quarantine(&tx, &id, "larger than the document limit", &[])?;
+                    continue;
+                }
+                let Some(scope) = &scope else {
+                    let Ok(kind) = snap.index.kind.parse::<Kind>() else {
+                        quarantine(&tx, &id, "unknown kind", &snap.bytes)?;
+                        continue;
+                    };
+                    // Claimed heads and digest: replaced by the verifier's.
+                    let digest = doc_digest(&id, &snap.heads);
+                    let heads: Vec<u8> = snap.heads.iter().flatten().copied().collect();
+                    tx.execute(
+                        "INSERT INTO documents (id, kind, heads, digest, bucket, snapshot, unverified_from)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        params![&id.0[..], kind.as_str(), heads, &digest[..], id.bucket(), snap.bytes, tag],
+                    )?;
+                    fresh += 1;
+                    continue;
+                };
+                // A scoped peer's document is judged on its content before it is stored.
+                let checked_doc = load_untrusted(&id, &snap.bytes).and_then(|doc| {
+                    let kind = read_str(&doc, "kind")
+                        .and_then(|k| k.parse::<Kind>().ok())
+                        .ok_or_else(|| StoreError::invalid("kind", "unknown kind"))?;
+                    if !scope.allows_doc(&doc, &id) {
+                        return Err(StoreError::OutOfScope { id });
+                    }
+                    if kind == Kind::Project {
+                        validate_slug("name", &read_str(&doc, "name").unwrap_or_default())?;
+                    }
+                    Ok((doc, kind))
+                });
+                match checked_doc {
+                    Ok((mut doc, kind)) => {
+                        insert_new(&tx, writer, &id, kind.as_str(), &mut doc)?;
+                        checked.push((id, doc));
+                        fresh += 1;
+                    }
+                    Err(StoreError::OutOfScope { id }) => {
+                        tracing::warn!(%id, "refused a document outside the peer's scope");
+                    }
+                    Err(e) => quarantine(&tx, &id, &e.to_string(), &snap.bytes)?,
+                }
+            }
+            tx.commit()?;
+            for (id, doc) in checked {
+                cache.put(
+                    id,
+                    Cached {
+                        doc,
+                        version: 1,
+                        gen: 0,
+                        last_chunk: 0,
+                    },
+                );
+            }
+        }
+        for snap in merges {
+            let id = DocId(snap.id);
+            let mut inner = self.lock();
+            let scope = scope.map(|r| Scope::load(&inner.conn, r)).transpose()?;
+            let result = inner.write(writer, Durability::Normal, &id, |tx, _, doc| {
+                guard_peer_change(tx, &id, doc, scope.as_ref(), |doc| {
+                    merge_untrusted(&id, doc, &snap.bytes)
+                })
+            });
+            drop(inner);
+            match result {
+                Ok(Some((_, true))) => self.announce(id, origin),
+                Ok(_) => {}
+                Err(e) if e.is_document_fault() => {
+                    tracing::warn!(%id, error = %e, "refused a peer's snapshot of a document we hold");
+                    let inner = self.lock();
+                    quarantine(&inner.conn, &id, &e.to_string(), &snap.bytes)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(fresh)
+    }
+
+    /// Documents refused and kept aside since the store was created.
+    pub fn quarantined_blocking(&self) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .lock()
+            .conn
+            .query_row("SELECT count(*) FROM quarantine", [], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
+    /// Applies one Automerge sync message from a peer to document `id`, creating the
+    /// document if this replica did not have it. Committed before this returns.
+    pub async fn receive_sync(
+        &self,
+        id: DocId,
+        state: sync::State,
+        message: Vec<u8>,
+        origin: Origin,
+        scope: Option<DocId>,
+    ) -> Result<sync::State, StoreError> {
+        self.blocking(move |s| {
+            let mut state = state;
+            s.receive_sync_blocking(id, &mut state, &message, origin, scope)?;
+            Ok(state)
+        })
+        .await
+    }
+
+    pub(super) fn receive_sync_blocking(
+        &self,
+        id: DocId,
+        state: &mut sync::State,
+        message: &[u8],
+        origin: Origin,
+        scope: Option<DocId>,
+    ) -> Result<(), StoreError> {
+        if message.len() > Limits::PEER.max_bytes {
+            return Err(StoreError::PeerData {
+                id,
+                reason: "sync message larger than the document limit".into(),
+            });
+        }
+        let msg =
+            sync::Message::decode(message).map_err(|e| StoreError::SyncMessage(e.to_string()))?;
+        let writer = self.shared.writer;
+        let mut inner = self.lock();
+        let scope = scope.map(|r| Scope::load(&inner.conn, r)).transpose()?;
+        let result = inner.write(writer, Durability::Normal, &id, |tx, _, doc| {
+            guard_peer_change(tx, &id, doc, scope.as_ref(), |doc| {
+                receive_untrusted(&id, doc, state, msg.clone())
+            })
+        })?;
+        let changed = match result {
+            Some((_, changed)) => changed,
+            None => {
+                // A document this replica has never seen.
+                let mut doc = AutoCommit::new();
+                receive_untrusted(&id, &mut doc, state, msg)?;
+                if doc.get_heads().is_empty() {
+                    return Ok(());
+                }
+                if scope.as_ref().is_some_and(|s| !s.allows_doc(&doc, &id)) {
+                    return Err(StoreError::OutOfScope { id });
+                }
+                let kind = read_str(&doc, "kind")
+                    .filter(|k| k.parse::<Kind>().is_ok())
+                    .ok_or_else(|| StoreError::PeerData {
+                        id,
+                        reason: "no known kind".into(),
+                    })?;
+                if kind == Kind::Project.as_str() {
+                    validate_slug("name", &read_str(&doc, "name").unwrap_or_default())?;
+                }
+                let Inner { conn, cache } = &mut *inner;
+                let tx = begin(conn, Durability::Normal)?;
+                if doc_row(&tx, &id)?.is_some() {
+                    // Another process inserted it meanwhile: merge through the write path.
+                    drop(tx);
+                    let bytes = doc.save();
+                    inner.write(writer, Durability::Normal, &id, |tx, _, d| {
+                        guard_peer_change(tx, &id, d, scope.as_ref(), |d| {
+                            merge_untrusted(&id, d, &bytes)
+                        })
+                    })?;
+                } else {
+                    insert_new(&tx, writer, &id, &kind, &mut doc)?;
+                    tx.commit()?;
+                    cache.put(
+                        id,
+                        Cached {
+                            doc,
+                            version: 1,
+                            gen: 0,
+                            last_chunk: 0,
+                        },
+                    );
+                }
+                true
+            }
+        };
+        drop(inner);
+        if changed {
+            self.announce(id, origin);
+        }
+        Ok(())
+    }
+
+    /// Generates the next Automerge sync message for document `id` and one peer, if any.
+    pub async fn generate_sync(
+        &self,
+        id: DocId,
+        state: sync::State,
+    ) -> Result<(sync::State, Option<Vec<u8>>), StoreError> {
+        self.blocking(move |s| {
+            let mut state = state;
+            let msg = s.generate_sync_blocking(id, &mut state)?;
+            Ok((state, msg))
+        })
+        .await
+    }
+
+    pub(super) fn generate_sync_blocking(
+        &self,
+        id: DocId,
+        state: &mut sync::State,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut inner = self.lock();
+        let Inner { conn, cache } = &mut *inner;
+        // A document not yet verified is answered as if absent: nothing of it is forwarded.
+        match doc_row(conn, &id)?.filter(|r| r.verified) {
+            Some(row) => {
+                let entry = cached(conn, cache, &id, &row)?;
+                Ok(entry
+                    .doc
+                    .sync()
+                    .generate_sync_message(state)
+                    .map(|m| m.encode()))
+            }
+            None => Ok(AutoCommit::new()
+                .sync()
+                .generate_sync_message(state)
+                .map(|m| m.encode())),
+        }
+    }
+
+    /// The stored heads of a document (empty if absent); loads nothing.
+    pub fn heads_blocking(&self, id: DocId) -> Result<Vec<[u8; 32]>, StoreError> {
+        let inner = self.lock();
+        let heads: Option<Vec<u8>> = inner
+            .conn
+            .query_row(
+                "SELECT heads FROM documents WHERE id = ?1",
+                [&id.0[..]],
+                |r| r.get(0),
+            )
+            .optional()?;
+        Ok(heads.map(|h| heads_from_bytes(&h)).unwrap_or_default())
+    }
+
+    /// Number of documents, tombstones and documents awaiting verification included.
+    pub fn count_blocking(&self) -> Result<u64, StoreError> {
+        let inner = self.lock();
+        let n: i64 = inner
+            .conn
+            .query_row("SELECT count(*) FROM documents", [], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
+    /// Checkpoints the WAL into the database file (at shutdown).
+    pub fn checkpoint_blocking(&self) -> Result<(), StoreError> {
+        let inner = self.lock();
+        inner
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        Ok(())
+    }
+}
+
+/// Keeps a refused document's bytes aside, for the owner to inspect; never forwarded.
+pub(super) fn quarantine(
+    conn: &Connection,
+    id: &DocId,
+    reason: &str,
+    bytes: &[u8],
+) -> Result<(), StoreError> {
+    tracing::warn!(%id, reason, "quarantined a document from a peer");
+    conn.execute(
+        "INSERT INTO quarantine (doc_id, reason, bytes, received_at) VALUES (?1, ?2, ?3, ?4)",
+        params![&id.0[..], reason, bytes, now_ms()],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,359 @@
+//! The write path: chunks, compaction, heads, digests and derived rows in one transaction.
+
+use super::*;
+
+pub(super) fn bucket_update(
+    tx: &Transaction<'_>,
+    bucket: u8,
+    old: Option<&Digest>,
+    new: &Digest,
+) -> Result<(), StoreError> {
+    let current: Option<(Vec<u8>, i64)> = tx
+        .query_row(
+            "SELECT digest, docs FROM buckets WHERE bucket = ?1",
+            [bucket],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    let (mut digest, mut docs) = current
+        .map(|(d, n)| (digest_from_sql(d), n))
+        .unwrap_or((EMPTY, 0));
+    match old {
+        Some(old) => xor_into(&mut digest, old),
+        None => docs += 1,
+    }
+    xor_into(&mut digest, new);
+    tx.execute(
+        "INSERT INTO buckets (bucket, digest, docs) VALUES (?1, ?2, ?3)
+         ON CONFLICT(bucket) DO UPDATE SET digest = excluded.digest, docs = excluded.docs",
+        params![bucket, &digest[..], docs],
+    )?;
+    Ok(())
+}
+
+pub(super) struct IndexRow<'a> {
+    pub(super) kind: &'a str,
+    pub(super) derived: &'a Derived,
+    pub(super) deleted: bool,
+    pub(super) created_at: i64,
+    pub(super) updated_at: i64,
+    /// `None`: the body is not known yet (document received whole, not loaded).
+    pub(super) body: Option<&'a str>,
+}
+
+pub(super) fn write_index(
+    tx: &Connection,
+    id: &DocId,
+    row: &IndexRow<'_>,
+) -> Result<(), StoreError> {
+    let d = row.derived;
+    let rowid: i64 = tx.query_row(
+        "INSERT INTO entities (id, kind, project, title, status, due, parent, deleted, created_at, updated_at, indexed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+         ON CONFLICT(id) DO UPDATE SET kind = excluded.kind, project = excluded.project,
+           title = excluded.title, status = excluded.status, due = excluded.due,
+           parent = excluded.parent, deleted = excluded.deleted, created_at = excluded.created_at,
+           updated_at = excluded.updated_at, indexed = excluded.indexed
+         RETURNING rowid",
+        params![
+            &id.0[..],
+            row.kind,
+            d.project.map(|p| p.to_string()),
+            d.title,
+            d.status,
+            d.due,
+            d.parent.map(|p| p.to_string()),
+            row.deleted,
+            row.created_at,
+            row.updated_at,
+            row.body.is_some(),
+        ],
+        |r| r.get(0),
+    )?;
+    tx.execute("DELETE FROM search WHERE rowid = ?1", [rowid])?;
+    if !row.deleted {
+        tx.execute(
+            "INSERT INTO search (rowid, title, body) VALUES (?1, ?2, ?3)",
+            params![rowid, d.title, row.body.unwrap_or("")],
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn index_doc(
+    tx: &Connection,
+    id: &DocId,
+    kind: &str,
+    doc: &AutoCommit,
+) -> Result<(), StoreError> {
+    let Ok(k) = kind.parse::<Kind>() else {
+        return Ok(());
+    };
+    let derived = derive_any(k, doc);
+    write_index(
+        tx,
+        id,
+        &IndexRow {
+            kind,
+            derived: &derived,
+            deleted: read_bool(doc, "deleted"),
+            created_at: read_i64(doc, "created_at"),
+            updated_at: read_i64(doc, "updated_at"),
+            body: Some(&derived.body),
+        },
+    )
+}
+
+pub(super) fn log_change(tx: &Connection, id: &DocId, writer: i64) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO change_log (doc_id, writer) VALUES (?1, ?2)",
+        params![&id.0[..], writer],
+    )?;
+    let seq = tx.last_insert_rowid();
+    if seq % 1024 == 0 {
+        tx.execute(
+            "DELETE FROM change_log WHERE seq < ?1",
+            [seq - CHANGE_LOG_KEEP],
+        )?;
+    }
+    Ok(())
+}
+
+/// Inserts a brand-new document (created locally or first received from a peer).
+pub(super) fn insert_new(
+    tx: &Transaction<'_>,
+    writer: i64,
+    id: &DocId,
+    kind: &str,
+    doc: &mut AutoCommit,
+) -> Result<(), StoreError> {
+    let heads = doc.get_heads();
+    let digest = doc_digest(id, &raw_heads(&heads));
+    let snapshot = doc.save();
+    tx.execute(
+        "INSERT INTO documents (id, kind, heads, digest, bucket, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![&id.0[..], kind, heads_to_bytes(&heads), &digest[..], id.bucket(), snapshot],
+    )?;
+    bucket_update(tx, id.bucket(), None, &digest)?;
+    index_doc(tx, id, kind, doc)?;
+    log_change(tx, id, writer)
+}
+
+impl Inner {
+    /// The write path shared by local edits and peers' sync messages.
+    ///
+    /// Runs `f` on the up-to-date document inside `BEGIN IMMEDIATE`; if the heads moved,
+    /// appends the new changes as a chunk, updates heads, digests and derived rows, maybe
+    /// compacts, and commits. Returns `f`'s value and whether anything changed.
+    pub(super) fn write<T>(
+        &mut self,
+        writer: i64,
+        durability: Durability,
+        id: &DocId,
+        f: impl FnOnce(&Connection, &str, &mut AutoCommit) -> Result<T, StoreError>,
+    ) -> Result<Option<(T, bool)>, StoreError> {
+        let Inner { conn, cache } = self;
+        let tx = begin(conn, durability)?;
+        let Some(row) = doc_row(&tx, id)? else {
+            return Ok(None);
+        };
+        // Owned until the commit: an error (or a panic) on the way drops it, so a change
+        // that a failed sync message half applied never stays in the cache.
+        let mut entry = take_cached(&tx, cache, id, &row)?;
+        let before = entry.doc.get_heads();
+        let out = f(&tx, &row.kind, &mut entry.doc)?;
+        entry.doc.commit();
+        let after = entry.doc.get_heads();
+        if before == after && row.verified {
+            cache.put(*id, entry);
+            return Ok(Some((out, false)));
+        }
+        // A document received whole and not yet verified has now been loaded and merged:
+        // its heads, digest and rows are recomputed below from content like any other.
+        let chunk = (before != after).then(|| entry.doc.save_after(&before));
+        let digest = doc_digest(id, &raw_heads(&after));
+        let chunk_len = chunk.as_ref().map_or(0, |c| c.len() as i64);
+        let compact = !row.verified
+            || row.chunk_count + 1 >= COMPACT_CHUNKS
+            || row.chunk_bytes + chunk_len > row.snapshot_len.max(4096);
+        let mut gen = row.gen;
+        let mut seq = 0;
+        if compact {
+            // The new snapshot is written in the same transaction that drops the chunks.
+            let snapshot = entry.doc.save();
+            tx.execute("DELETE FROM chunks WHERE doc_id = ?1", [&id.0[..]])?;
+            gen += 1;
+            tx.execute(
+                "UPDATE documents SET heads = ?2, digest = ?3, snapshot = ?4, snapshot_gen = ?5,
+                   version = version + 1, chunk_count = 0, chunk_bytes = 0,
+                   unverified_from = NULL, kind = ?6 WHERE id = ?1",
+                params![
+                    &id.0[..],
+                    heads_to_bytes(&after),
+                    &digest[..],
+                    snapshot,
+                    gen,
+                    row.kind,
+                ],
+            )?;
+        } else if let Some(chunk) = &chunk {
+            tx.execute(
+                "INSERT INTO chunks (doc_id, data) VALUES (?1, ?2)",
+                params![&id.0[..], chunk],
+            )?;
+            seq = tx.last_insert_rowid();
+            tx.execute(
+                "UPDATE documents SET heads = ?2, digest = ?3, version = version + 1,
+                   chunk_count = chunk_count + 1, chunk_bytes = chunk_bytes + ?4 WHERE id = ?1",
+                params![&id.0[..], heads_to_bytes(&after), &digest[..], chunk_len],
+            )?;
+        }
+        let old = row.verified.then_some(&row.digest);
+        bucket_update(&tx, id.bucket(), old, &digest)?;
+        index_doc(&tx, id, &row.kind, &entry.doc)?;
+        log_change(&tx, id, writer)?;
+        tx.commit()?;
+        entry.version = row.version + 1;
+        entry.gen = gen;
+        entry.last_chunk = if compact { 0 } else { seq };
+        cache.put(*id, entry);
+        Ok(Some((out, true)))
+    }
+}
+
+impl DocumentStore {
+    /// Creates an entity and returns it as stored.
+    pub async fn create<E: Entity>(&self, value: E) -> Result<Record<E>, StoreError> {
+        self.blocking(move |s| s.create_blocking(value)).await
+    }
+
+    /// [`Self::create`] for synchronous callers (tests, tools without a runtime).
+    pub fn create_blocking<E: Entity>(&self, value: E) -> Result<Record<E>, StoreError> {
+        value.validate()?;
+        let id = DocId::random();
+        let now = now_ms();
+        let mut doc = AutoCommit::new();
+        write_header(&mut doc, E::KIND, now)?;
+        value.write_new(&mut doc)?;
+        doc.commit();
+        let mut inner = self.lock();
+        let writer = self.shared.writer;
+        let derived = value.derive();
+        {
+            let Inner { conn, .. } = &mut *inner;
+            let tx = begin(conn, Durability::Full)?;
+            check_refs_conn(&tx, &id, E::KIND, &derived)?;
+            insert_new(&tx, writer, &id, E::KIND.as_str(), &mut doc)?;
+            tx.commit()?;
+        }
+        let version = 1;
+        inner.cache.put(
+            id,
+            Cached {
+                doc,
+                version,
+                gen: 0,
+                last_chunk: 0,
+            },
+        );
+        drop(inner);
+        self.announce(id, Origin::Local);
+        Ok(Record {
+            id,
+            created_at: now,
+            updated_at: now,
+            deleted: false,
+            value,
+        })
+    }
+
+    /// Applies a typed patch; the result is validated before it is committed.
+    pub async fn update<P: Patch>(
+        &self,
+        id: DocId,
+        patch: P,
+    ) -> Result<Record<P::Entity>, StoreError> {
+        self.blocking(move |s| s.update_blocking(id, patch)).await
+    }
+
+    /// [`Self::update`] for synchronous callers.
+    pub fn update_blocking<P: Patch>(
+        &self,
+        id: DocId,
+        patch: P,
+    ) -> Result<Record<P::Entity>, StoreError> {
+        let kind = <P::Entity as Entity>::KIND;
+        let edits = patch.into_edits();
+        let writer = self.shared.writer;
+        let mut inner = self.lock();
+        let result = inner.write(writer, Durability::Full, &id, |tx, stored, doc| {
+            if stored != kind.as_str() {
+                return Err(StoreError::WrongKind {
+                    id,
+                    expected: kind,
+                    found: stored.to_string(),
+                });
+            }
+            if read_bool(doc, "deleted") {
+                return Err(StoreError::Deleted { kind, id });
+            }
+            for edit in &edits {
+                apply_edit(doc, edit)?;
+            }
+            doc.put(ROOT, "updated_at", ScalarValue::Timestamp(now_ms()))?;
+            let value = <P::Entity as Entity>::read(doc);
+            value.validate()?;
+            check_refs_conn(tx, &id, kind, &value.derive())?;
+            Ok(())
+        })?;
+        let Some((_, changed)) = result else {
+            return Err(StoreError::NotFound {
+                kind: kind.as_str(),
+                id: id.to_string(),
+            });
+        };
+        drop(inner);
+        if changed {
+            self.announce(id, Origin::Local);
+        }
+        self.get_blocking(id)
+    }
+
+    /// Deletes an entity: the document stays as a replicated tombstone. Idempotent.
+    pub async fn delete(&self, kind: Kind, id: DocId) -> Result<(), StoreError> {
+        self.blocking(move |s| s.delete_blocking(kind, id)).await
+    }
+
+    /// [`Self::delete`] for synchronous callers.
+    pub fn delete_blocking(&self, kind: Kind, id: DocId) -> Result<(), StoreError> {
+        let writer = self.shared.writer;
+        let mut inner = self.lock();
+        let result = inner.write(writer, Durability::Full, &id, |_, stored, doc| {
+            if stored != kind.as_str() {
+                return Err(StoreError::WrongKind {
+                    id,
+                    expected: kind,
+                    found: stored.to_string(),
+                });
+            }
+            if !read_bool(doc, "deleted") {
+                doc.put(ROOT, "deleted", true)?;
+                doc.put(ROOT, "updated_at", ScalarValue::Timestamp(now_ms()))?;
+            }
+            Ok(())
+        })?;
+        drop(inner);
+        match result {
+            None => Err(StoreError::NotFound {
+                kind: kind.as_str(),
+                id: id.to_string(),
+            }),
+            Some((_, changed)) => {
+                if changed {
+                    self.announce(id, Origin::Local);
+                }
+                Ok(())
+            }
+        }
+    }
+}
