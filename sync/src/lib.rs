@@ -26,4 +26,6 @@ pub use entity::{
 pub use error::{SessionError, StoreError};
 pub use session::{read_frame, run_session, SessionConfig, SessionEvent, SessionStats};
 
-pub use store::{DocChange, DocumentStore, Filter, Origin, Page, PeerTag, SearchHit, Summary};
+pub use store::{
+    DocChange, DocumentStore, Filter, Origin, Page, PeerTag, Scope, SearchHit, Summary,
+};

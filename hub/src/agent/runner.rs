@@ -567,7 +567,7 @@ impl Agent {
             .unwrap_or_else(|| "(none)".into());
         let visible = {
             let store = self.store.clone();
-            tokio::task::spawn_blocking(move || store.subtree_blocking(project))
+            tokio::task::spawn_blocking(move || store.scope_blocking(project))
                 .await
                 .map_err(|e| AgentError::Invalid(e.to_string()))??
         };
@@ -580,7 +580,7 @@ impl Agent {
             .await?
             .data
             .into_iter()
-            .filter(|s| s.project.is_none_or(|p| visible.contains(&p)))
+            .filter(|s| s.project.is_none_or(|p| visible.contains_project(&p)))
             .map(|s| s.title)
             .collect();
         let dynamic = format!(

@@ -9,7 +9,7 @@
 //! Tools never see secrets and return JSON values the agent loop serialises.
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::BTreeMap,
     path::Path,
     sync::{Arc, Mutex},
 };
@@ -142,7 +142,7 @@ impl UpdateLog {
         Ok(conn.last_insert_rowid())
     }
 
-    fn query(&self, visible: &HashSet<DocId>, limit: u32) -> Result<Vec<Value>, ToolError> {
+    fn query(&self, visible: &hearth_sync::Scope, limit: u32) -> Result<Vec<Value>, ToolError> {
         let conn = self
             .conn
             .lock()
@@ -156,7 +156,10 @@ impl UpdateLog {
         let mut out = Vec::new();
         while let Some(r) = rows.next().map_err(|e| ToolError::Invalid(e.to_string()))? {
             let project: String = r.get(1).map_err(|e| ToolError::Invalid(e.to_string()))?;
-            if !project.parse::<DocId>().is_ok_and(|p| visible.contains(&p)) {
+            if !project
+                .parse::<DocId>()
+                .is_ok_and(|p| visible.contains_project(&p))
+            {
                 continue;
             }
             let id: i64 = r.get(0).unwrap_or(0);
@@ -275,7 +278,7 @@ pub async fn call(ctx: &ToolContext, name: &str, args: Value) -> Result<Value, T
 struct Scope<'a> {
     store: &'a DocumentStore,
     home: DocId,
-    visible: HashSet<DocId>,
+    visible: hearth_sync::Scope,
 }
 
 impl Scope<'_> {
@@ -298,11 +301,11 @@ impl Scope<'_> {
                 })?
                 .data
                 .into_iter()
-                .find(|p| p.title == given && self.visible.contains(&p.id))
+                .find(|p| p.title == given && self.visible.contains_project(&p.id))
                 .map(|p| p.id),
         };
         found
-            .filter(|id| self.visible.contains(id))
+            .filter(|id| self.visible.contains_project(id))
             .ok_or(ToolError::NotFound {
                 kind: "project",
                 id: given.to_string(),
@@ -322,7 +325,12 @@ impl Scope<'_> {
             .store
             .get_blocking::<Note>(doc)
             .map_err(|_| missing())?;
-        if rec.deleted || !rec.value.project.is_some_and(|p| self.visible.contains(&p)) {
+        if rec.deleted
+            || !rec
+                .value
+                .project
+                .is_some_and(|p| self.visible.contains_project(&p))
+        {
             return Err(missing());
         }
         Ok(rec)
@@ -341,7 +349,12 @@ impl Scope<'_> {
             .store
             .get_blocking::<Task>(doc)
             .map_err(|_| missing())?;
-        if rec.deleted || !rec.value.project.is_some_and(|p| self.visible.contains(&p)) {
+        if rec.deleted
+            || !rec
+                .value
+                .project
+                .is_some_and(|p| self.visible.contains_project(&p))
+        {
             return Err(missing());
         }
         Ok(rec)
@@ -393,7 +406,12 @@ impl Scope<'_> {
             .into_iter()
             .filter_map(|id| self.store.get_blocking::<Skill>(id).ok())
             // The closest owner wins: this project's skill over a global one.
-            .filter(|r| !r.deleted && r.value.project.is_none_or(|p| self.visible.contains(&p)))
+            .filter(|r| {
+                !r.deleted
+                    && r.value
+                        .project
+                        .is_none_or(|p| self.visible.contains_project(&p))
+            })
             .max_by_key(|r| r.value.project.is_some())
             .ok_or_else(missing)
     }
@@ -420,8 +438,9 @@ impl Scope<'_> {
             .data
             .iter()
             .filter(|l| {
-                l.project
-                    .is_some_and(|p| self.visible.contains(&p) && only.is_none_or(|o| o == p))
+                l.project.is_some_and(|p| {
+                    self.visible.contains_project(&p) && only.is_none_or(|o| o == p)
+                })
             })
             .collect();
         let page: Vec<Value> = rows
@@ -439,7 +458,11 @@ impl Scope<'_> {
         let hits = self.store.search_blocking(query, Some(kind), 1_000)?;
         let data: Vec<Value> = hits
             .iter()
-            .filter(|h| h.entity.project.is_some_and(|p| self.visible.contains(&p)))
+            .filter(|h| {
+                h.entity
+                    .project
+                    .is_some_and(|p| self.visible.contains_project(&p))
+            })
             .take(limit as usize)
             .map(|h| {
                 let mut v = listed_json(&h.entity);
@@ -455,7 +478,7 @@ fn call_blocking(ctx: &ToolContext, name: &str, args: &Value) -> Result<Value, T
     let scope = Scope {
         store: &ctx.store,
         home: ctx.project,
-        visible: ctx.store.subtree_blocking(ctx.project)?,
+        visible: ctx.store.scope_blocking(ctx.project)?,
     };
     let store = &ctx.store;
     match name {
@@ -688,7 +711,7 @@ fn call_blocking(ctx: &ToolContext, name: &str, args: &Value) -> Result<Value, T
             let hits = store.search_blocking(query, Some(Kind::Skill), 1_000)?;
             let data: Vec<Value> = hits
                 .iter()
-                .filter(|h| h.entity.project.is_none_or(|p| scope.visible.contains(&p)))
+                .filter(|h| h.entity.project.is_none_or(|p| scope.visible.contains_project(&p)))
                 .take(limit)
                 .map(|h| json!({ "id": h.entity.id.to_string(), "name": h.entity.title, "snippet": h.snippet }))
                 .collect();
