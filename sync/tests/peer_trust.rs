@@ -1,0 +1,340 @@
+//! Attacks from peers on the store, one test each, named after what it stops: scope
+//! escapes through snapshots and sync messages, renaming or moving a scope's root, bad
+//! and inflating snapshots, a database from a newer build.
+
+use std::io::Write;
+
+use automerge::{sync, transaction::Transactable, ActorId, AutoCommit, ROOT};
+use hearth_protocol::{DocIndex, DocSnapshot};
+use hearth_sync::{DocId, DocumentStore, Kind, Note, Origin, PeerTag, Project, StoreError};
+
+fn store() -> (tempfile::TempDir, DocumentStore) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = DocumentStore::open(dir.path().join("hearth.db")).expect("open");
+    (dir, store)
+}
+
+const PEER: Origin = Origin::Peer(PeerTag(7));
+
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+fn import(
+    s: &DocumentStore,
+    docs: Vec<DocSnapshot>,
+    scope: Option<DocId>,
+) -> Result<usize, StoreError> {
+    block_on(s.import(docs, PEER, scope))
+}
+
+fn exported(s: &DocumentStore, ids: Vec<DocId>) -> Vec<DocSnapshot> {
+    block_on(s.export(ids)).expect("export")
+}
+
+fn bytes_of(s: &DocumentStore, id: DocId) -> Vec<u8> {
+    exported(s, vec![id]).remove(0).bytes
+}
+
+/// `home` (root) ⊃ `work` ⊃ a note; a secret note in `home`.
+struct Tree {
+    home: DocId,
+    work: DocId,
+    secret: DocId,
+}
+
+fn tree(s: &DocumentStore) -> Tree {
+    let home = s
+        .create_blocking(Project {
+            name: "home".into(),
+            ..Project::default()
+        })
+        .expect("home");
+    let work = s
+        .create_blocking(Project {
+            name: "work".into(),
+            parent: Some(home.id),
+            ..Project::default()
+        })
+        .expect("work");
+    s.create_blocking(Note {
+        project: Some(work.id),
+        title: "standup".into(),
+        content: "notes".into(),
+    })
+    .expect("work note");
+    let secret = s
+        .create_blocking(Note {
+            project: Some(home.id),
+            title: "diary".into(),
+            content: "private".into(),
+        })
+        .expect("secret");
+    Tree {
+        home: home.id,
+        work: work.id,
+        secret: secret.id,
+    }
+}
+
+fn snapshot(id: DocId, doc: &mut AutoCommit, kind: &str, title: &str) -> DocSnapshot {
+    DocSnapshot {
+        id: id.0,
+        heads: doc.get_heads().iter().map(|h| h.0).collect(),
+        bytes: doc.save(),
+        index: DocIndex {
+            kind: kind.into(),
+            project: None,
+            title: title.into(),
+            status: None,
+            due: None,
+            parent: None,
+            deleted: false,
+            updated_at: 0,
+        },
+    }
+}
+
+/// A document written from scratch by an attacker whose actor id and op counter win every
+/// conflict with the real document's fields.
+fn forged_project(name: &str, parent: DocId) -> AutoCommit {
+    let mut doc = AutoCommit::new().with_actor(ActorId::from(vec![0xff; 16]));
+    for i in 0..2_000 {
+        doc.put(ROOT, "pad", i).expect("pad");
+    }
+    doc.put(ROOT, "kind", "project").expect("kind");
+    doc.put(ROOT, "name", name).expect("name");
+    doc.put(ROOT, "parent", parent.to_string()).expect("parent");
+    doc.commit();
+    doc
+}
+
+#[test]
+fn scoped_snapshot_for_a_known_id_cannot_pull_a_project_into_scope() {
+    let (_dir, hub) = store();
+    let t = tree(&hub);
+    // The device scoped to `work` knows `home`'s id from `work.parent` and sends a
+    // snapshot for it whose `parent` (work) would win the merge.
+    let mut forged = forged_project("home", t.work);
+    let snap = snapshot(t.home, &mut forged, "project", "home");
+    let _ = import(&hub, vec![snap], Some(t.work));
+    let home = hub.get_blocking::<Project>(t.home).expect("home");
+    assert_eq!(home.value.parent, None, "home was moved by a scoped device");
+    let scope = hub.scope_blocking(t.work).expect("scope");
+    assert!(!scope.contains_project(&t.home));
+    // And the secret note stays invisible to the device.
+    let entries: Vec<DocId> = block_on(hub.entries_in((0..=255).collect(), Some(t.work)))
+        .expect("entries")
+        .into_iter()
+        .map(|e| DocId(e.id))
+        .collect();
+    assert!(!entries.contains(&t.secret) && !entries.contains(&t.home));
+}
+
+#[test]
+fn scoped_device_cannot_rename_or_move_its_root() {
+    let (_dir, hub) = store();
+    let t = tree(&hub);
+    for (name, parent) in [("pwned", Some(t.home)), ("work", None)] {
+        // Starts from the real `work` document, as the device has it.
+        let bytes = bytes_of(&hub, t.work);
+        let mut doc = AutoCommit::load(&bytes).expect("load");
+        doc.put(ROOT, "name", name).expect("name");
+        match parent {
+            Some(p) => doc.put(ROOT, "parent", p.to_string()).expect("parent"),
+            None => doc.delete(ROOT, "parent").expect("unparent"),
+        }
+        doc.commit();
+        let snap = snapshot(t.work, &mut doc, "project", name);
+        let _ = import(&hub, vec![snap], Some(t.work));
+        let work = hub.get_blocking::<Project>(t.work).expect("work");
+        assert_eq!(work.value.name, "work");
+        assert_eq!(work.value.parent, Some(t.home));
+    }
+}
+
+#[test]
+fn scoped_sync_message_cannot_move_a_document_out_of_scope() {
+    let (_dir, hub) = store();
+    let t = tree(&hub);
+    let note = hub
+        .create_blocking(Note {
+            project: Some(t.work),
+            title: "plan".into(),
+            content: "x".into(),
+        })
+        .expect("note");
+    let bytes = bytes_of(&hub, note.id);
+    let mut doc = AutoCommit::load(&bytes).expect("load");
+    let before = doc.get_heads();
+    doc.put(ROOT, "project", t.home.to_string()).expect("move");
+    doc.commit();
+    let change = doc.save_after(&before);
+    let msg = sync::Message {
+        heads: doc.get_heads(),
+        need: Vec::new(),
+        have: Vec::new(),
+        changes: vec![change].into(),
+        flags: None,
+        version: sync::MessageVersion::V1,
+    };
+    let err = block_on(hub.receive_sync(
+        note.id,
+        sync::State::new(),
+        msg.encode(),
+        PEER,
+        Some(t.work),
+    ))
+    .expect_err("refused");
+    assert!(matches!(err, StoreError::OutOfScope { .. }), "{err}");
+    // The refused change is in neither the store nor its cache.
+    let now = hub.get_blocking::<Note>(note.id).expect("note");
+    assert_eq!(now.value.project, Some(t.work));
+}
+
+#[test]
+fn peer_project_names_are_validated() {
+    let (_dir, hub) = store();
+    let t = tree(&hub);
+    let bytes = bytes_of(&hub, t.work);
+    let mut doc = AutoCommit::load(&bytes).expect("load");
+    doc.put(ROOT, "name", "../../etc").expect("name");
+    doc.commit();
+    let snap = snapshot(t.work, &mut doc, "project", "x");
+    // Even from a full-scope peer.
+    let _ = import(&hub, vec![snap], None);
+    assert_eq!(
+        hub.get_blocking::<Project>(t.work)
+            .expect("work")
+            .value
+            .name,
+        "work"
+    );
+    // A new project with a bad name never becomes visible either.
+    let mut bad = AutoCommit::new();
+    bad.put(ROOT, "kind", "project").expect("kind");
+    bad.put(ROOT, "name", "a/b").expect("name");
+    bad.commit();
+    let id = DocId::random();
+    let snap = snapshot(id, &mut bad, "project", "a/b");
+    let _ = import(&hub, vec![snap], None);
+    hub.verify_all_pending_blocking().expect("verify");
+    assert!(hub.get_blocking::<Project>(id).is_err());
+    assert_eq!(hub.quarantined_blocking().expect("q"), 2);
+}
+
+#[test]
+fn unverifiable_snapshot_is_quarantined_never_searched_or_forwarded() {
+    let (_dir, hub) = store();
+    let mut good = AutoCommit::new();
+    good.put(ROOT, "kind", "note").expect("kind");
+    good.put(ROOT, "title", "kiwi jam").expect("title");
+    good.commit();
+    let good_id = DocId::random();
+    let bad_id = DocId::random();
+    let mut bad = snapshot(bad_id, &mut AutoCommit::new(), "note", "kiwi bait");
+    bad.heads = vec![[9; 32]];
+    bad.bytes = b"\x85\x6f\x4a\x83 not a document at all".to_vec();
+    let before = hub.summary_blocking().expect("summary");
+    import(
+        &hub,
+        vec![bad, snapshot(good_id, &mut good, "note", "kiwi jam")],
+        None,
+    )
+    .expect("the batch is stored");
+    // Until verified, neither is forwarded or counted in the summary.
+    assert_eq!(hub.summary_blocking().expect("summary"), before);
+    hub.verify_all_pending_blocking().expect("verify");
+    let hits = hub
+        .search_blocking("kiwi", Some(Kind::Note), 10)
+        .expect("search");
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].entity.id, good_id);
+    assert_eq!(hub.quarantined_blocking().expect("q"), 1);
+    assert!(exported(&hub, vec![bad_id]).is_empty());
+    assert_eq!(exported(&hub, vec![good_id]).len(), 1);
+}
+
+#[test]
+fn compression_bomb_snapshot_is_refused_without_inflating() {
+    let (_dir, hub) = store();
+    let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+    let zeros = vec![0u8; 1 << 20];
+    // 96 MiB of zeros: past the 64 MiB limit, a few hundred kilobytes on the wire.
+    for _ in 0..96 {
+        enc.write_all(&zeros).expect("deflate");
+    }
+    let body = enc.finish().expect("deflate");
+    let mut bytes = vec![0x85, 0x6f, 0x4a, 0x83, 0, 0, 0, 0, 2];
+    let mut len = body.len();
+    loop {
+        let b = (len & 0x7f) as u8;
+        len >>= 7;
+        if len == 0 {
+            bytes.push(b);
+            break;
+        }
+        bytes.push(b | 0x80);
+    }
+    bytes.extend(&body);
+    let id = DocId::random();
+    let mut snap = snapshot(id, &mut AutoCommit::new(), "note", "bomb");
+    snap.heads = vec![[1; 32]];
+    snap.bytes = bytes;
+    import(&hub, vec![snap], None).expect("stored");
+    hub.verify_all_pending_blocking().expect("verify");
+    assert_eq!(hub.quarantined_blocking().expect("q"), 1);
+    assert_eq!(hub.count_blocking().expect("count"), 0);
+}
+
+#[test]
+fn database_from_a_newer_build_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("hearth.db");
+    drop(DocumentStore::open(&path).expect("open"));
+    let conn = rusqlite::Connection::open(&path).expect("sqlite");
+    conn.pragma_update(None, "user_version", 99).expect("bump");
+    drop(conn);
+    let err = DocumentStore::open(&path).expect_err("refused");
+    assert!(
+        matches!(err, StoreError::SchemaTooNew { found: 99, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn huge_whole_text_replace_is_not_diffed_and_notes_are_capped() {
+    let (_dir, s) = store();
+    let note = s
+        .create_blocking(Note {
+            project: None,
+            title: "big".into(),
+            content: "a".repeat(70_000),
+        })
+        .expect("note");
+    let replaced = s
+        .update_blocking(
+            note.id,
+            hearth_sync::NotePatch {
+                content: Some(hearth_sync::TextEdit::Replace("b".repeat(70_000))),
+                ..Default::default()
+            },
+        )
+        .expect("replace");
+    assert_eq!(replaced.value.content.len(), 70_000);
+    let too_big = s.create_blocking(Note {
+        project: None,
+        title: "huge".into(),
+        content: "x".repeat(hearth_sync::entity::MAX_NOTE_BYTES + 1),
+    });
+    assert!(matches!(
+        too_big,
+        Err(StoreError::Invalid {
+            field: "content",
+            ..
+        })
+    ));
+}
