@@ -215,9 +215,13 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
     let Some(command) = cli.command else {
         return run(home, cli.run).await;
     };
-    std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
-    let registry =
-        || DeviceRegistry::open(&home.join("hub.db")).context("opening the device registry");
+    hearth_net::files::ensure_private_dir(&home)
+        .with_context(|| format!("creating {}", home.display()))?;
+    let registry = || -> anyhow::Result<DeviceRegistry> {
+        let path = home.join("hub.db");
+        crate::hubdb::check(&path)?;
+        DeviceRegistry::open(&path).context("opening the device registry")
+    };
     match command {
         Command::Id => {
             let key = hearth_net::load_or_create_secret_key(&home.join("secret.key"))?;
@@ -327,7 +331,9 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
 
 /// Finds a project by id, id prefix or name in the hub's documents; returns its id.
 fn resolve_project(home: &std::path::Path, what: &str) -> anyhow::Result<String> {
-    let store = hearth_sync::DocumentStore::open(home.join("hearth.db"))?;
+    let path = home.join("hearth.db");
+    hearth_net::files::secure_db_files(&path)?;
+    let store = hearth_sync::DocumentStore::open(path)?;
     if let Ok(id) = store.resolve_blocking(hearth_sync::Kind::Project, what) {
         return Ok(id.to_string());
     }

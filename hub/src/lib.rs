@@ -11,6 +11,7 @@
 //!   tracker that cuts revoked devices off;
 //! - [`pair_service`]: the `hearth/pair/1` handler (device codes);
 //! - [`sync_service`]: the `hearth/sync/1` handler;
+//! - [`hubdb`]: opening `hub.db` (private file, refusing a newer schema version);
 //! - [`http`]: the hub-only HTTP routes (devices), merged with `hearth_ui::router`;
 //! - [`launch`]: starts everything and shuts it down in order;
 //! - [`cli`]: the `hearth-hub` command line;
@@ -27,6 +28,7 @@ pub mod chat_cli;
 pub mod cli;
 pub mod devices;
 pub mod http;
+pub mod hubdb;
 pub mod pair_service;
 pub mod secrets;
 pub mod settings;
@@ -60,6 +62,9 @@ pub enum HubError {
     /// The device registry failed.
     #[error(transparent)]
     Devices(#[from] devices::DeviceError),
+    /// `hub.db` cannot be used (e.g. it is from a newer release).
+    #[error(transparent)]
+    HubDb(#[from] hubdb::HubDbError),
     /// The agent could not start.
     #[error(transparent)]
     Agent(#[from] agent::runner::AgentError),
@@ -122,17 +127,21 @@ async fn record_address(endpoint: iroh::Endpoint, path: std::path::PathBuf) {
 /// Starts the hub: store, device registry, iroh endpoint with the access hook, sync and
 /// pair handlers, revocation watcher, mDNS advertiser, HTTP API.
 pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
-    std::fs::create_dir_all(&settings.home).map_err(|source| HubError::Home {
+    let home_err = |source| HubError::Home {
         path: settings.home.clone(),
         source,
-    })?;
-    let store = DocumentStore::open(settings.home.join("hearth.db"))?;
+    };
+    hearth_net::files::ensure_private_dir(&settings.home).map_err(home_err)?;
+    // Refuse a hub.db from a newer release before anything reads or migrates it.
+    let hub_db = settings.home.join("hub.db");
+    hubdb::check(&hub_db)?;
+    let store_path = settings.home.join("hearth.db");
+    hearth_net::files::secure_db_files(&store_path).map_err(home_err)?;
+    let store = DocumentStore::open(&store_path)?;
     // `hearth` CLI commands run against the hub's store too; replicate their edits.
     store.watch_external_writes()?;
     let secret = hearth_net::load_or_create_secret_key(&settings.home.join("secret.key"))?;
-    let registry = Arc::new(devices::DeviceRegistry::open(
-        &settings.home.join("hub.db"),
-    )?);
+    let registry = Arc::new(devices::DeviceRegistry::open(&hub_db)?);
     registry.reset_online()?;
     let tracker = Arc::new(access::ConnectionTracker::default());
     let endpoint = hearth_net::bind_endpoint(

@@ -1,6 +1,8 @@
 //! hearth-net: what hub and node both need to talk over iroh.
 //!
 //! - [`identity`]: the device's ed25519 secret key file (0600, created once, never logged);
+//! - [`files`]: private files: the data directory (0700), databases (0600), files created
+//!   exactly once and files replaced durably;
 //! - [`endpoint`]: building an iroh endpoint from [`NetSettings`] (bind address, relay
 //!   mode; never a preset that publishes addresses to public DNS);
 //! - [`sync_conn`]: running a `hearth/sync/1` replication session over a QUIC connection;
@@ -13,6 +15,7 @@
 
 pub mod discovery;
 pub mod endpoint;
+pub mod files;
 pub mod identity;
 pub mod sync_conn;
 pub mod ticket;

@@ -105,11 +105,8 @@ pub struct UpdateLog {
 
 impl UpdateLog {
     /// Opens the log in `db`.
-    pub fn open(db: &Path) -> Result<Self, rusqlite::Error> {
-        let conn = Connection::open(db)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+    pub fn open(db: &Path) -> Result<Self, crate::hubdb::HubDbError> {
+        let conn = crate::hubdb::open(db, crate::hubdb::Durability::Normal)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS updates (
                 id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -15,9 +15,12 @@ use anyhow::Context;
 use hearth_sync::{DocId, DocumentStore, Kind};
 
 pub(crate) fn open_store(home: &Path) -> anyhow::Result<DocumentStore> {
-    std::fs::create_dir_all(home).with_context(|| format!("creating {}", home.display()))?;
-    DocumentStore::open(home.join("hearth.db"))
-        .with_context(|| format!("opening the replica in {}", home.display()))
+    hearth_net::files::ensure_private_dir(home)
+        .with_context(|| format!("creating {}", home.display()))?;
+    let path = home.join("hearth.db");
+    hearth_net::files::secure_db_files(&path)
+        .with_context(|| format!("securing {}", path.display()))?;
+    DocumentStore::open(path).with_context(|| format!("opening the replica in {}", home.display()))
 }
 
 pub(crate) fn hex(bytes: &[u8; 32]) -> String {
