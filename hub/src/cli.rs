@@ -329,24 +329,14 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Finds a project by id, id prefix or name in the hub's documents; returns its id.
+/// Finds a project by id, id prefix or name in the hub's documents; returns its id. An
+/// ambiguous name is an error; `general` is the hub's general project by id.
 fn resolve_project(home: &std::path::Path, what: &str) -> anyhow::Result<String> {
     let path = home.join("hearth.db");
     hearth_net::files::secure_db_files(&path)?;
     let store = hearth_sync::DocumentStore::open(path)?;
-    if let Ok(id) = store.resolve_blocking(hearth_sync::Kind::Project, what) {
-        return Ok(id.to_string());
-    }
-    let page = store.list_blocking(&hearth_sync::Filter {
-        limit: 10_000,
-        ..hearth_sync::Filter::new(hearth_sync::Kind::Project)
-    })?;
-    let matches: Vec<_> = page.data.iter().filter(|p| p.title == what).collect();
-    match matches.as_slice() {
-        [one] => Ok(one.id.to_string()),
-        [] => bail!("no project named or with id {what:?}"),
-        _ => bail!("several projects are named {what:?}: give its id"),
-    }
+    let general = crate::projects::general_id_blocking(&home.join("hub.db"))?;
+    Ok(crate::projects::find_project_blocking(&store, general, what)?.to_string())
 }
 
 async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {

@@ -9,6 +9,7 @@
 //! - [`devices`]: paired devices, pairing requests and tickets (`hub.db`);
 //! - [`access`]: the handshake hook that refuses unpaired and revoked keys, and the
 //!   tracker that cuts revoked devices off;
+//! - [`projects`]: which project a name or id means; the `general` project by id;
 //! - [`pair_service`]: the `hearth/pair/1` handler (device codes);
 //! - [`sync_service`]: the `hearth/sync/1` handler;
 //! - [`hubdb`]: opening `hub.db` (private file, refusing a newer schema version);
@@ -30,6 +31,7 @@ pub mod devices;
 pub mod http;
 pub mod hubdb;
 pub mod pair_service;
+pub mod projects;
 pub mod secrets;
 pub mod settings;
 pub mod sync_service;
@@ -65,6 +67,9 @@ pub enum HubError {
     /// `hub.db` cannot be used (e.g. it is from a newer release).
     #[error(transparent)]
     HubDb(#[from] hubdb::HubDbError),
+    /// The general project could not be found or made.
+    #[error(transparent)]
+    Project(#[from] projects::ProjectError),
     /// The agent could not start.
     #[error(transparent)]
     Agent(#[from] agent::runner::AgentError),
@@ -194,7 +199,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     };
 
     // The agent: the `general` project always exists; every project has a directory.
-    let general = ensure_general_project(&store).await?;
+    let general = projects::ensure_general(&store, &hub_db).await?;
     let projects_dir = settings.home.join("projects");
     ensure_project_dirs(&store, &projects_dir).await;
     let secrets = Arc::new(secrets::SecretStore::open(
@@ -241,6 +246,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         embedding_model: settings.embedding_model.clone(),
         urls: settings.provider_urls.clone(),
         projects_dir,
+        general,
     };
     tracing::debug!(%general, "general project ready");
 
@@ -316,31 +322,6 @@ impl Hub {
         let _ = tokio::task::spawn_blocking(move || store.checkpoint_blocking()).await;
         tracing::info!("hub stopped");
     }
-}
-
-/// Finds the `general` project, creating it on first start.
-async fn ensure_general_project(store: &DocumentStore) -> Result<hearth_sync::DocId, HubError> {
-    let page = store
-        .list(hearth_sync::Filter {
-            limit: 10_000,
-            ..hearth_sync::Filter::new(hearth_sync::Kind::Project)
-        })
-        .await?;
-    if let Some(p) = page
-        .data
-        .iter()
-        .find(|p| p.title == "general" && p.parent.is_none())
-    {
-        return Ok(p.id);
-    }
-    let created = store
-        .create(hearth_sync::Project {
-            name: "general".into(),
-            parent: None,
-            instructions: String::new(),
-        })
-        .await?;
-    Ok(created.id)
 }
 
 /// Creates `projects/<name>` for every project (the agent's working directory there).
