@@ -88,6 +88,10 @@ struct RunArgs {
         default_value = "http://127.0.0.1:11434/v1"
     )]
     ollama_url: String,
+    /// Test hook: the `hearth/sync/N` versions to serve instead of this build's own
+    /// (comma-separated), to play a hub of another release.
+    #[arg(long, env = "HEARTH_SYNC_VERSIONS", value_delimiter = ',', hide = true)]
+    sync_versions: Vec<u16>,
 }
 
 #[derive(Subcommand)]
@@ -370,6 +374,12 @@ async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
             openai: args.openai_url,
             ollama: args.ollama_url,
         },
+        sync_versions: if args.sync_versions.is_empty() {
+            hearth_protocol::SYNC_VERSIONS.to_vec()
+        } else {
+            args.sync_versions
+        },
+        pair_versions: hearth_protocol::PAIR_VERSIONS.to_vec(),
     };
     let hub = crate::launch(settings).await.context("starting the hub")?;
     let addrs: Vec<String> = hub.sync_addrs.iter().map(ToString::to_string).collect();

@@ -11,7 +11,9 @@
 //!   tracker that cuts revoked devices off;
 //! - [`projects`]: which project a name or id means; the `general` project by id;
 //! - [`pair_service`]: the `hearth/pair/1` handler (device codes);
-//! - [`sync_service`]: the `hearth/sync/1` handler;
+//! - [`sync_service`]: the `hearth/sync/N` handler (every version the hub speaks);
+//! - [`versions_service`]: the unversioned `hearth/versions` handler (which versions the
+//!   hub speaks, for devices that share none);
 //! - [`hubdb`]: opening `hub.db` (private file, refusing a newer schema version);
 //! - [`http`]: the hub-only HTTP routes (devices), merged with `hearth_ui::router`;
 //! - [`launch`]: starts everything and shuts it down in order;
@@ -35,12 +37,13 @@ pub mod projects;
 pub mod secrets;
 pub mod settings;
 pub mod sync_service;
+pub mod versions_service;
 
 use std::{future::Future, net::SocketAddr};
 
 use std::sync::Arc;
 
-use hearth_protocol::{ALPN_PAIR, ALPN_SYNC};
+use hearth_protocol::{alpns, Family, VersionInfo, ALPN_VERSIONS};
 use hearth_sync::DocumentStore;
 use iroh::protocol::Router;
 
@@ -149,10 +152,16 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     let registry = Arc::new(devices::DeviceRegistry::open(&hub_db)?);
     registry.reset_online()?;
     let tracker = Arc::new(access::ConnectionTracker::default());
+    // Every protocol version the hub speaks is an ALPN of its own, highest first, so the
+    // TLS handshake picks the highest version a device shares.
+    let sync_alpns = alpns(Family::Sync, &settings.sync_versions);
+    let pair_alpns = alpns(Family::Pair, &settings.pair_versions);
+    let mut all_alpns: Vec<Vec<u8>> = sync_alpns.iter().chain(&pair_alpns).cloned().collect();
+    all_alpns.push(ALPN_VERSIONS.to_vec());
     let endpoint = hearth_net::bind_endpoint(
         secret,
         &settings.net,
-        vec![ALPN_SYNC.to_vec(), ALPN_PAIR.to_vec()],
+        all_alpns,
         Some(access::AccessHook::new(registry.clone())),
     )
     .await?;
@@ -164,18 +173,28 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         endpoint.clone(),
         settings.home.join("hub.addr"),
     ));
-    let router = Router::builder(endpoint)
+    let sync = sync_service::SyncService::new(store.clone(), tracker.clone(), registry.clone());
+    let pair = pair_service::PairService::new(
+        registry.clone(),
+        settings.name.clone(),
+        settings.pair_require_ticket,
+    );
+    let mut router = Router::builder(endpoint);
+    for alpn in sync_alpns {
+        router = router.accept(alpn, sync.clone());
+    }
+    for alpn in pair_alpns {
+        router = router.accept(alpn, pair.clone());
+    }
+    let versions = VersionInfo {
+        sync: settings.sync_versions.clone(),
+        pair: settings.pair_versions.clone(),
+    };
+    tracing::info!(sync = ?versions.sync, pair = ?versions.pair, "protocol versions");
+    let router = router
         .accept(
-            ALPN_SYNC,
-            sync_service::SyncService::new(store.clone(), tracker.clone(), registry.clone()),
-        )
-        .accept(
-            ALPN_PAIR,
-            pair_service::PairService::new(
-                registry.clone(),
-                settings.name.clone(),
-                settings.pair_require_ticket,
-            ),
+            ALPN_VERSIONS,
+            versions_service::VersionsService::new(versions),
         )
         .spawn();
     let (stop_watch, stop_rx) = tokio::sync::watch::channel(false);

@@ -7,6 +7,7 @@ pub(crate) mod note;
 pub(crate) mod pair;
 pub(crate) mod project;
 pub(crate) mod run;
+pub(crate) mod status;
 pub(crate) mod task;
 
 use std::path::{Path, PathBuf};
@@ -66,6 +67,8 @@ enum Command {
     },
     /// Keep the replica in sync with the hub until interrupted.
     Run(run::RunArgs),
+    /// The pinned hub and the sync status `hearth run` last saw.
+    Status,
     /// Notes in the local replica.
     #[command(subcommand)]
     Note(note::NoteCommand),
@@ -105,6 +108,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> any
                 .context("starting tokio")?;
             rt.block_on(run::run(home, args))
         }
+        Command::Status => status::run(&home),
         Command::Note(cmd) => note::run(&open_store(&home)?, cmd, NodeConfig::load(&home)?.scope),
         Command::Project(cmd) => project::run(&open_store(&home)?, cmd),
         Command::Task(cmd) => task::run(&open_store(&home)?, cmd, NodeConfig::load(&home)?.scope),
