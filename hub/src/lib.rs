@@ -1,7 +1,7 @@
 //! hearth-hub: the daemon on the owner's home machine.
 //!
 //! Today it owns the document store and the device registry, pairs devices over
-//! `hearth/pair/1`, serves `hearth/sync/1` to paired devices over iroh, advertises itself
+//! `hearth/pair/N`, serves `hearth/sync/N` to paired devices over iroh, advertises itself
 //! over mDNS, and serves the document and device API over HTTP. The agent (so far its
 //! model providers), channels and the scheduler grow here next.
 //!

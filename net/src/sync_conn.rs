@@ -109,7 +109,7 @@ pub async fn connect_sync(
                     "the hub speaks none of this node's sync versions ({versions:?}) and did not say which it speaks: it is probably older; update the hub"
                 )
             });
-            tracing::warn!(%message, "cannot sync with the hub");
+            tracing::debug!(%message, "no shared sync version");
             return Err(SyncConnError::Version(message));
         }
         Err(e) => return Err(SyncConnError::Connect(describe(&e))),
