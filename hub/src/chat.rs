@@ -16,7 +16,7 @@ use axum::{
     routing::{get, post, put},
     Json, Router,
 };
-use hearth_sync::{DocId, DocumentStore, Filter, Kind};
+use hearth_sync::{DocId, DocumentStore};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -94,6 +94,8 @@ pub struct ChatState {
     pub urls: ProviderUrls,
     /// Project directories live under here.
     pub projects_dir: PathBuf,
+    /// The hub's general project (by id: a title proves nothing).
+    pub general: DocId,
 }
 
 /// The routes.
@@ -155,24 +157,23 @@ fn channel_of(ev: &AgentEvent) -> &str {
     }
 }
 
-/// Finds a project by name or id (`general` when none is given).
-pub async fn resolve_project(store: &DocumentStore, given: Option<&str>) -> Result<DocId, String> {
-    let want = given.unwrap_or("general").to_string();
-    if let Ok(id) = want.parse::<DocId>() {
-        return Ok(id);
-    }
-    let page = store
-        .list(Filter {
-            limit: 10_000,
-            ..Filter::new(Kind::Project)
-        })
+/// Finds a project by name or id (the hub's `general` project, by id, when none is given).
+/// An unknown name answers 404, an ambiguous one 409 (use an id).
+pub async fn resolve_project(s: &ChatState, given: Option<&str>) -> Result<DocId, Response> {
+    use crate::projects::ProjectError;
+    let Some(given) = given else {
+        return Ok(s.general);
+    };
+    crate::projects::find_project(&s.store, Some(s.general), given)
         .await
-        .map_err(|e| e.to_string())?;
-    page.data
-        .into_iter()
-        .find(|p| p.title == want)
-        .map(|p| p.id)
-        .ok_or_else(|| format!("no project {want:?}"))
+        .map_err(|e| {
+            let status = match e {
+                ProjectError::NotFound(_) => StatusCode::NOT_FOUND,
+                ProjectError::Ambiguous { .. } => StatusCode::CONFLICT,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            };
+            error(status, e.to_string())
+        })
 }
 
 #[derive(Deserialize)]
@@ -186,9 +187,9 @@ async fn chat(State(s): State<ChatState>, Json(body): Json<ChatBody>) -> Respons
     if body.message.trim().is_empty() {
         return error(StatusCode::BAD_REQUEST, "message is empty");
     }
-    let project = match resolve_project(&s.store, body.project.as_deref()).await {
+    let project = match resolve_project(&s, body.project.as_deref()).await {
         Ok(p) => p,
-        Err(e) => return error(StatusCode::NOT_FOUND, e),
+        Err(r) => return r,
     };
     if let Ok(p) = s.store.get::<hearth_sync::Project>(project).await {
         // Projects made after the hub started get their directory on first use.
@@ -301,10 +302,9 @@ async fn set_provider_key(
 }
 
 async fn project_scope(s: &ChatState, project: &str) -> Result<String, Response> {
-    resolve_project(&s.store, Some(project))
+    resolve_project(s, Some(project))
         .await
         .map(|id| format!("project:{id}"))
-        .map_err(|e| error(StatusCode::NOT_FOUND, e))
 }
 
 async fn project_secrets(State(s): State<ChatState>, Path(project): Path<String>) -> Response {
@@ -360,9 +360,9 @@ async fn delete_project_secret(
 }
 
 async fn project_tools(State(s): State<ChatState>, Path(project): Path<String>) -> Response {
-    let id = match resolve_project(&s.store, Some(&project)).await {
+    let id = match resolve_project(&s, Some(&project)).await {
         Ok(id) => id,
-        Err(e) => return error(StatusCode::NOT_FOUND, e),
+        Err(r) => return r,
     };
     let allowed = match s.agent.permitted(&id) {
         Ok(t) => t.into_iter().map(|t| t.name).collect::<Vec<_>>(),
@@ -388,9 +388,9 @@ async fn set_project_tool(
     Path((project, tool)): Path<(String, String)>,
     Json(a): Json<Allowed>,
 ) -> Response {
-    let id = match resolve_project(&s.store, Some(&project)).await {
+    let id = match resolve_project(&s, Some(&project)).await {
         Ok(id) => id,
-        Err(e) => return error(StatusCode::NOT_FOUND, e),
+        Err(r) => return r,
     };
     match s.agent.set_permission(&id, &tool, a.allowed) {
         Ok(()) => Json(json!({ "tool": tool, "allowed": a.allowed })).into_response(),

@@ -88,6 +88,10 @@ struct RunArgs {
         default_value = "http://127.0.0.1:11434/v1"
     )]
     ollama_url: String,
+    /// Test hook: the `hearth/sync/N` versions to serve instead of this build's own
+    /// (comma-separated), to play a hub of another release.
+    #[arg(long, env = "HEARTH_SYNC_VERSIONS", value_delimiter = ',', hide = true)]
+    sync_versions: Vec<u16>,
 }
 
 #[derive(Subcommand)]
@@ -215,9 +219,13 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
     let Some(command) = cli.command else {
         return run(home, cli.run).await;
     };
-    std::fs::create_dir_all(&home).with_context(|| format!("creating {}", home.display()))?;
-    let registry =
-        || DeviceRegistry::open(&home.join("hub.db")).context("opening the device registry");
+    hearth_net::files::ensure_private_dir(&home)
+        .with_context(|| format!("creating {}", home.display()))?;
+    let registry = || -> anyhow::Result<DeviceRegistry> {
+        let path = home.join("hub.db");
+        crate::hubdb::check(&path)?;
+        DeviceRegistry::open(&path).context("opening the device registry")
+    };
     match command {
         Command::Id => {
             let key = hearth_net::load_or_create_secret_key(&home.join("secret.key"))?;
@@ -325,22 +333,14 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Finds a project by id, id prefix or name in the hub's documents; returns its id.
+/// Finds a project by id, id prefix or name in the hub's documents; returns its id. An
+/// ambiguous name is an error; `general` is the hub's general project by id.
 fn resolve_project(home: &std::path::Path, what: &str) -> anyhow::Result<String> {
-    let store = hearth_sync::DocumentStore::open(home.join("hearth.db"))?;
-    if let Ok(id) = store.resolve_blocking(hearth_sync::Kind::Project, what) {
-        return Ok(id.to_string());
-    }
-    let page = store.list_blocking(&hearth_sync::Filter {
-        limit: 10_000,
-        ..hearth_sync::Filter::new(hearth_sync::Kind::Project)
-    })?;
-    let matches: Vec<_> = page.data.iter().filter(|p| p.title == what).collect();
-    match matches.as_slice() {
-        [one] => Ok(one.id.to_string()),
-        [] => bail!("no project named or with id {what:?}"),
-        _ => bail!("several projects are named {what:?}: give its id"),
-    }
+    let path = home.join("hearth.db");
+    hearth_net::files::secure_db_files(&path)?;
+    let store = hearth_sync::DocumentStore::open(path)?;
+    let general = crate::projects::general_id_blocking(&home.join("hub.db"))?;
+    Ok(crate::projects::find_project_blocking(&store, general, what)?.to_string())
 }
 
 async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
@@ -374,6 +374,12 @@ async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
             openai: args.openai_url,
             ollama: args.ollama_url,
         },
+        sync_versions: if args.sync_versions.is_empty() {
+            hearth_protocol::SYNC_VERSIONS.to_vec()
+        } else {
+            args.sync_versions
+        },
+        pair_versions: hearth_protocol::PAIR_VERSIONS.to_vec(),
     };
     let hub = crate::launch(settings).await.context("starting the hub")?;
     let addrs: Vec<String> = hub.sync_addrs.iter().map(ToString::to_string).collect();

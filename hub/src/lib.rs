@@ -1,7 +1,7 @@
 //! hearth-hub: the daemon on the owner's home machine.
 //!
 //! Today it owns the document store and the device registry, pairs devices over
-//! `hearth/pair/1`, serves `hearth/sync/1` to paired devices over iroh, advertises itself
+//! `hearth/pair/N`, serves `hearth/sync/N` to paired devices over iroh, advertises itself
 //! over mDNS, and serves the document and device API over HTTP. The agent (so far its
 //! model providers), channels and the scheduler grow here next.
 //!
@@ -9,8 +9,12 @@
 //! - [`devices`]: paired devices, pairing requests and tickets (`hub.db`);
 //! - [`access`]: the handshake hook that refuses unpaired and revoked keys, and the
 //!   tracker that cuts revoked devices off;
+//! - [`projects`]: which project a name or id means; the `general` project by id;
 //! - [`pair_service`]: the `hearth/pair/1` handler (device codes);
-//! - [`sync_service`]: the `hearth/sync/1` handler;
+//! - [`sync_service`]: the `hearth/sync/N` handler (every version the hub speaks);
+//! - [`versions_service`]: the unversioned `hearth/versions` handler (which versions the
+//!   hub speaks, for devices that share none);
+//! - [`hubdb`]: opening `hub.db` (private file, refusing a newer schema version);
 //! - [`http`]: the hub-only HTTP routes (devices), merged with `hearth_ui::router`;
 //! - [`launch`]: starts everything and shuts it down in order;
 //! - [`cli`]: the `hearth-hub` command line;
@@ -27,16 +31,19 @@ pub mod chat_cli;
 pub mod cli;
 pub mod devices;
 pub mod http;
+pub mod hubdb;
 pub mod pair_service;
+pub mod projects;
 pub mod secrets;
 pub mod settings;
 pub mod sync_service;
+pub mod versions_service;
 
 use std::{future::Future, net::SocketAddr};
 
 use std::sync::Arc;
 
-use hearth_protocol::{ALPN_PAIR, ALPN_SYNC};
+use hearth_protocol::{alpns, Family, VersionInfo, ALPN_VERSIONS};
 use hearth_sync::DocumentStore;
 use iroh::protocol::Router;
 
@@ -60,6 +67,12 @@ pub enum HubError {
     /// The device registry failed.
     #[error(transparent)]
     Devices(#[from] devices::DeviceError),
+    /// `hub.db` cannot be used (e.g. it is from a newer release).
+    #[error(transparent)]
+    HubDb(#[from] hubdb::HubDbError),
+    /// The general project could not be found or made.
+    #[error(transparent)]
+    Project(#[from] projects::ProjectError),
     /// The agent could not start.
     #[error(transparent)]
     Agent(#[from] agent::runner::AgentError),
@@ -122,23 +135,33 @@ async fn record_address(endpoint: iroh::Endpoint, path: std::path::PathBuf) {
 /// Starts the hub: store, device registry, iroh endpoint with the access hook, sync and
 /// pair handlers, revocation watcher, mDNS advertiser, HTTP API.
 pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
-    std::fs::create_dir_all(&settings.home).map_err(|source| HubError::Home {
+    let home_err = |source| HubError::Home {
         path: settings.home.clone(),
         source,
-    })?;
-    let store = DocumentStore::open(settings.home.join("hearth.db"))?;
+    };
+    hearth_net::files::ensure_private_dir(&settings.home).map_err(home_err)?;
+    // Refuse a hub.db from a newer release before anything reads or migrates it.
+    let hub_db = settings.home.join("hub.db");
+    hubdb::check(&hub_db)?;
+    let store_path = settings.home.join("hearth.db");
+    hearth_net::files::secure_db_files(&store_path).map_err(home_err)?;
+    let store = DocumentStore::open(&store_path)?;
     // `hearth` CLI commands run against the hub's store too; replicate their edits.
     store.watch_external_writes()?;
     let secret = hearth_net::load_or_create_secret_key(&settings.home.join("secret.key"))?;
-    let registry = Arc::new(devices::DeviceRegistry::open(
-        &settings.home.join("hub.db"),
-    )?);
+    let registry = Arc::new(devices::DeviceRegistry::open(&hub_db)?);
     registry.reset_online()?;
     let tracker = Arc::new(access::ConnectionTracker::default());
+    // Every protocol version the hub speaks is an ALPN of its own, highest first, so the
+    // TLS handshake picks the highest version a device shares.
+    let sync_alpns = alpns(Family::Sync, &settings.sync_versions);
+    let pair_alpns = alpns(Family::Pair, &settings.pair_versions);
+    let mut all_alpns: Vec<Vec<u8>> = sync_alpns.iter().chain(&pair_alpns).cloned().collect();
+    all_alpns.push(ALPN_VERSIONS.to_vec());
     let endpoint = hearth_net::bind_endpoint(
         secret,
         &settings.net,
-        vec![ALPN_SYNC.to_vec(), ALPN_PAIR.to_vec()],
+        all_alpns,
         Some(access::AccessHook::new(registry.clone())),
     )
     .await?;
@@ -150,18 +173,28 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         endpoint.clone(),
         settings.home.join("hub.addr"),
     ));
-    let router = Router::builder(endpoint)
+    let sync = sync_service::SyncService::new(store.clone(), tracker.clone(), registry.clone());
+    let pair = pair_service::PairService::new(
+        registry.clone(),
+        settings.name.clone(),
+        settings.pair_require_ticket,
+    );
+    let mut router = Router::builder(endpoint);
+    for alpn in sync_alpns {
+        router = router.accept(alpn, sync.clone());
+    }
+    for alpn in pair_alpns {
+        router = router.accept(alpn, pair.clone());
+    }
+    let versions = VersionInfo {
+        sync: settings.sync_versions.clone(),
+        pair: settings.pair_versions.clone(),
+    };
+    tracing::info!(sync = ?versions.sync, pair = ?versions.pair, "protocol versions");
+    let router = router
         .accept(
-            ALPN_SYNC,
-            sync_service::SyncService::new(store.clone(), tracker.clone(), registry.clone()),
-        )
-        .accept(
-            ALPN_PAIR,
-            pair_service::PairService::new(
-                registry.clone(),
-                settings.name.clone(),
-                settings.pair_require_ticket,
-            ),
+            ALPN_VERSIONS,
+            versions_service::VersionsService::new(versions),
         )
         .spawn();
     let (stop_watch, stop_rx) = tokio::sync::watch::channel(false);
@@ -185,7 +218,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     };
 
     // The agent: the `general` project always exists; every project has a directory.
-    let general = ensure_general_project(&store).await?;
+    let general = projects::ensure_general(&store, &hub_db).await?;
     let projects_dir = settings.home.join("projects");
     ensure_project_dirs(&store, &projects_dir).await;
     let secrets = Arc::new(secrets::SecretStore::open(
@@ -232,6 +265,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         embedding_model: settings.embedding_model.clone(),
         urls: settings.provider_urls.clone(),
         projects_dir,
+        general,
     };
     tracing::debug!(%general, "general project ready");
 
@@ -307,31 +341,6 @@ impl Hub {
         let _ = tokio::task::spawn_blocking(move || store.checkpoint_blocking()).await;
         tracing::info!("hub stopped");
     }
-}
-
-/// Finds the `general` project, creating it on first start.
-async fn ensure_general_project(store: &DocumentStore) -> Result<hearth_sync::DocId, HubError> {
-    let page = store
-        .list(hearth_sync::Filter {
-            limit: 10_000,
-            ..hearth_sync::Filter::new(hearth_sync::Kind::Project)
-        })
-        .await?;
-    if let Some(p) = page
-        .data
-        .iter()
-        .find(|p| p.title == "general" && p.parent.is_none())
-    {
-        return Ok(p.id);
-    }
-    let created = store
-        .create(hearth_sync::Project {
-            name: "general".into(),
-            parent: None,
-            instructions: String::new(),
-        })
-        .await?;
-    Ok(created.id)
 }
 
 /// Creates `projects/<name>` for every project (the agent's working directory there).

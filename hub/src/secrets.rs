@@ -36,6 +36,9 @@ pub enum SecretError {
         /// Why.
         reason: String,
     },
+    /// `hub.db` could not be opened.
+    #[error(transparent)]
+    HubDb(#[from] crate::hubdb::HubDbError),
     /// The database failed.
     #[error("secret storage: {0}")]
     Db(#[from] rusqlite::Error),
@@ -79,38 +82,37 @@ impl std::fmt::Display for SecretValue {
     }
 }
 
+/// Reads the server secret, creating it (0600, exclusively) on first start. When two
+/// processes create it at once, one wins and the other reads the winner's secret, so
+/// both derive the same key.
 fn load_or_create_server_secret(path: &Path) -> Result<[u8; 32], SecretError> {
     let err = |reason: String| SecretError::ServerSecret {
         path: path.to_path_buf(),
         reason,
     };
-    match fs::read(path) {
+    let read = || match fs::read(path) {
         Ok(bytes) => bytes
             .as_slice()
             .try_into()
+            .map(Some)
             .map_err(|_| err(format!("{} bytes, expected 32", bytes.len()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut secret = [0u8; 32];
-            getrandom::fill(&mut secret).map_err(|e| err(e.to_string()))?;
-            if let Some(dir) = path.parent() {
-                fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
-            }
-            let tmp = path.with_extension("tmp");
-            let mut opts = fs::OpenOptions::new();
-            opts.write(true).create(true).truncate(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                opts.mode(0o600);
-            }
-            let mut f = opts.open(&tmp).map_err(|e| err(e.to_string()))?;
-            f.write_all(&secret)
-                .and_then(|()| f.sync_all())
-                .map_err(|e| err(e.to_string()))?;
-            fs::rename(&tmp, path).map_err(|e| err(e.to_string()))?;
-            Ok(secret)
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(err(e.to_string())),
+    };
+    if let Some(secret) = read()? {
+        return Ok(secret);
+    }
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| err(e.to_string()))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        hearth_net::files::ensure_private_dir(dir).map_err(|e| err(e.to_string()))?;
+    }
+    match hearth_net::files::create_exclusive(path, &secret).map_err(|e| err(e.to_string()))? {
+        hearth_net::files::Created::Created => Ok(secret),
+        // Lost a race with another process: its secret is the one.
+        hearth_net::files::Created::Existed => {
+            read()?.ok_or_else(|| err("vanished right after it was created".into()))
+        }
     }
 }
 
@@ -140,8 +142,7 @@ impl SecretStore {
             .map_err(|e| SecretError::Invalid(format!("key derivation: {e}")))?;
         let cipher =
             Aes256Gcm::new_from_slice(&key).map_err(|e| SecretError::Invalid(e.to_string()))?;
-        let conn = Connection::open(db)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let conn = crate::hubdb::open(db, crate::hubdb::Durability::Full)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS secrets (
                 scope TEXT NOT NULL,
@@ -308,6 +309,40 @@ impl Redactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn racing_hub_processes_derive_the_same_server_secret() {
+        for _round in 0..20 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("home").join("server.secret");
+            let barrier = std::sync::Barrier::new(8);
+            let secrets: Vec<[u8; 32]> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            barrier.wait();
+                            load_or_create_server_secret(&path)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("thread").expect("secret"))
+                    .collect()
+            });
+            assert!(secrets.windows(2).all(|w| w[0] == w[1]));
+            assert_eq!(
+                load_or_create_server_secret(&path).expect("reload"),
+                secrets[0]
+            );
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+                assert_eq!(mode, 0o600);
+            }
+        }
+    }
 
     fn store(dir: &tempfile::TempDir) -> SecretStore {
         SecretStore::open(

@@ -30,6 +30,11 @@ pub struct HubSettings {
     pub embedding_model: crate::agent::provider::ModelRef,
     /// Where the model providers live.
     pub provider_urls: crate::chat::ProviderUrls,
+    /// The `hearth/sync/N` versions served (normally `hearth_protocol::SYNC_VERSIONS`;
+    /// tests inject others to play a hub of another release).
+    pub sync_versions: Vec<u16>,
+    /// The `hearth/pair/N` versions served (normally `hearth_protocol::PAIR_VERSIONS`).
+    pub pair_versions: Vec<u16>,
 }
 
 /// The default data directory: `$HEARTH_HOME`, else `~/.hearth`.

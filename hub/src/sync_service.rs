@@ -1,4 +1,9 @@
-//! The `hearth/sync/1` protocol handler: one replication session per connection.
+//! The `hearth/sync/N` protocol handler, registered for every sync version the hub
+//! speaks: one replication session per connection.
+//!
+//! The access hook refuses unpaired keys on `hearth/sync/1` before any stream opens; this
+//! handler checks the allowlist again itself, so a version the hook does not name yet is
+//! never served to an unpaired key.
 //!
 //! Sessions end when their peer leaves, when a frame is bad (logged, other sessions
 //! carry on), when the device is revoked (its connection is closed under it), or when
@@ -14,7 +19,7 @@ use iroh::{
 use tokio::sync::watch;
 
 use crate::{
-    access::{ConnectionTracker, CLOSE_NOT_ALLOWED},
+    access::{ConnectionTracker, CLOSE_NOT_ALLOWED, NOT_PAIRED_REASON},
     devices::DeviceRegistry,
 };
 
@@ -46,9 +51,17 @@ impl SyncService {
 impl ProtocolHandler for SyncService {
     async fn accept(&self, conn: Connection) -> Result<(), AcceptError> {
         let peer = conn.remote_id();
+        let version = hearth_protocol::alpn_version(hearth_protocol::Family::Sync, conn.alpn());
+        let registry = self.registry.clone();
+        let allowed = tokio::task::spawn_blocking(move || registry.is_allowed(&peer)).await;
+        if !matches!(allowed, Ok(Ok(true))) {
+            tracing::warn!(%peer, ?version, "refused sync from a key that is not a paired device");
+            conn.close(CLOSE_NOT_ALLOWED.into(), NOT_PAIRED_REASON);
+            return Ok(());
+        }
         self.tracker.add(&conn);
         let mut stop = self.stop.subscribe();
-        tracing::info!(%peer, "sync session started");
+        tracing::info!(%peer, ?version, "sync session started");
         let stats = Arc::new(SessionStats::default());
         let shutdown = async move {
             let _ = stop.wait_for(|s| *s).await;

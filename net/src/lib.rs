@@ -1,9 +1,12 @@
 //! hearth-net: what hub and node both need to talk over iroh.
 //!
 //! - [`identity`]: the device's ed25519 secret key file (0600, created once, never logged);
+//! - [`files`]: private files: the data directory (0700), databases (0600), files created
+//!   exactly once and files replaced durably;
 //! - [`endpoint`]: building an iroh endpoint from [`NetSettings`] (bind address, relay
 //!   mode; never a preset that publishes addresses to public DNS);
-//! - [`sync_conn`]: running a `hearth/sync/1` replication session over a QUIC connection;
+//! - [`sync_conn`]: negotiating the `hearth/sync/N` version and running a replication
+//!   session over a QUIC connection; the unversioned `hearth/versions` exchange;
 //! - [`discovery`]: mDNS advertising and browsing (optional, never fatal);
 //! - [`ticket`]: the pair ticket for first contact from anywhere;
 //! - [`shutdown_signal`]: the daemons' stop signal.
@@ -13,13 +16,17 @@
 
 pub mod discovery;
 pub mod endpoint;
+pub mod files;
 pub mod identity;
 pub mod sync_conn;
 pub mod ticket;
 
 pub use endpoint::{bind_endpoint, NetError, NetSettings, NoHooks, RelaySetting};
 pub use identity::{load_or_create_secret_key, IdentityError};
-pub use sync_conn::{accept_sync, dial_sync, SyncConnError};
+pub use sync_conn::{
+    accept_sync, answer_versions, ask_versions, connect_sync, dial_sync, run_dialed_sync,
+    SyncConnError,
+};
 pub use ticket::PairTicket;
 
 /// Completes on Ctrl-C or SIGTERM: how the hub and node daemons are asked to stop.

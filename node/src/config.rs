@@ -87,21 +87,20 @@ impl NodeConfig {
         }
     }
 
-    /// Saves `node.json` atomically.
+    /// Saves `node.json` atomically and durably: a synced temporary file (0600) renamed
+    /// over the old one, then the directory synced, in a 0700 data directory.
     pub fn save(&self, home: &Path) -> Result<(), NodeError> {
         let path = Self::path(home);
         let io = |source| NodeError::Io {
             path: path.clone(),
             source,
         };
-        fs::create_dir_all(home).map_err(io)?;
-        let tmp = path.with_extension("tmp");
+        hearth_net::files::ensure_private_dir(home).map_err(io)?;
         let text = serde_json::to_string_pretty(self).map_err(|e| NodeError::Corrupt {
             path: path.clone(),
             reason: e.to_string(),
         })?;
-        fs::write(&tmp, text).map_err(io)?;
-        fs::rename(&tmp, &path).map_err(io)
+        hearth_net::files::write_atomic(&path, text.as_bytes()).map_err(io)
     }
 }
 
@@ -110,5 +109,39 @@ pub fn default_home() -> PathBuf {
     match std::env::var_os("HOME") {
         Some(home) => PathBuf::from(home).join(".hearth"),
         None => PathBuf::from(".hearth"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_json_round_trips_private_with_no_temporary_left() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("node");
+        let config = NodeConfig {
+            hub: Some(HubAddr {
+                id: "abc".into(),
+                addrs: vec!["127.0.0.1:7447".parse().expect("addr")],
+                relay: None,
+            }),
+            scope: Some("work".into()),
+        };
+        config.save(&home).expect("save");
+        config.save(&home).expect("save again");
+        assert_eq!(NodeConfig::load(&home).expect("load"), config);
+        let names: Vec<_> = fs::read_dir(&home)
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, ["node.json"]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+            assert_eq!(mode(&home.join("node.json")), 0o600);
+            assert_eq!(mode(&home), 0o700);
+        }
     }
 }

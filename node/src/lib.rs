@@ -3,6 +3,7 @@
 //! - [`config`]: the node's settings and the hub it follows (`node.json`), the one place
 //!   configuration is read;
 //! - [`pair`]: the pairing client (device codes);
+//! - [`status`]: the last sync status `hearth run` saw, saved for `hearth status`;
 //! - [`sync_loop`]: keeps a replication session with the pinned hub open, reconnecting
 //!   with backoff, and reports milestones;
 //! - [`cli`]: the `hearth` command line, one file per subcommand group.
@@ -13,6 +14,7 @@
 pub mod cli;
 pub mod config;
 pub mod pair;
+pub mod status;
 pub mod sync_loop;
 
 pub use config::{HubAddr, NodeConfig, NodeError};

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use hearth_protocol::{encode_frame, PairRequest, PairResponse, ALPN_PAIR, PAIR_MAX_FRAME};
+use hearth_protocol::{
+    encode_frame, PairRequest, PairResponse, ALPN_PAIR, PAIR_MAX_FRAME, PAIR_VERSIONS,
+};
 use hearth_sync::read_frame;
 use iroh::{Endpoint, EndpointAddr};
 
@@ -51,8 +53,21 @@ pub async fn request_pairing(
     ticket_secret: Option<[u8; 16]>,
     mut on_code: impl FnMut(&str, u32),
 ) -> Result<Paired, PairError> {
+    // Offer every pair version this build speaks; the hub picks the highest it shares.
+    let mut rest = hearth_protocol::alpns(hearth_protocol::Family::Pair, PAIR_VERSIONS);
+    let first = if rest.is_empty() {
+        ALPN_PAIR.to_vec()
+    } else {
+        rest.remove(0)
+    };
     let conn = endpoint
-        .connect(hub, ALPN_PAIR)
+        .connect_with_opts(
+            hub,
+            &first,
+            iroh::endpoint::ConnectOptions::new().with_additional_alpns(rest),
+        )
+        .await
+        .map_err(|e| PairError::Connect(e.to_string()))?
         .await
         .map_err(|e| PairError::Connect(e.to_string()))?;
     let (mut tx, mut rx) = conn

@@ -1,8 +1,11 @@
 //! Keeps the node's replica in sync with its hub.
 //!
-//! One long-lived task: dial, run the session until it ends, wait with exponential
-//! backoff (reset once a session has caught up), dial again; stops when `shutdown`
-//! completes. Status changes go out on a channel so the CLI can print them.
+//! One long-lived task: dial (offering every sync version the node speaks), run the
+//! session until it ends, wait with exponential backoff (reset once a session has caught
+//! up), dial again; stops when `shutdown` completes. Status changes go out on a channel so
+//! the CLI can print them. A hub that shares no protocol version is reported as
+//! [`SyncStatus::Incompatible`], saying which side to update, and retried slowly (it may
+//! be updated meanwhile).
 
 use std::{future::Future, sync::Arc, time::Duration};
 
@@ -15,6 +18,19 @@ use tokio::sync::{mpsc, watch};
 pub enum SyncStatus {
     /// Dialing the hub.
     Connecting,
+    /// Connected; the session runs on this `hearth/sync/N` version.
+    Connected {
+        /// The version both sides chose (the highest they share).
+        version: u16,
+    },
+    /// The hub and this node share no protocol version: nothing syncs until one side is
+    /// updated.
+    Incompatible {
+        /// What to do, naming both sides' versions.
+        message: String,
+        /// Delay before the next attempt.
+        retry_in: Duration,
+    },
     /// Initial exchange done.
     CaughtUp {
         /// Documents received whole.
@@ -87,11 +103,15 @@ impl HubLocator {
 
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// Retry delay while the hub shares no protocol version with this node.
+const INCOMPATIBLE_RETRY: Duration = Duration::from_secs(60);
 
-/// Runs until `shutdown` completes.
+/// Runs until `shutdown` completes, offering the `hearth/sync/N` versions in `versions`
+/// (normally `hearth_protocol::SYNC_VERSIONS`).
 pub async fn run_sync_loop(
     endpoint: Endpoint,
     hub: HubLocator,
+    versions: Vec<u16>,
     store: DocumentStore,
     status: mpsc::UnboundedSender<SyncStatus>,
     shutdown: impl Future<Output = ()>,
@@ -132,14 +152,19 @@ pub async fn run_sync_loop(
                 }
                 caught_up
             };
-            let session = hearth_net::dial_sync(
-                &endpoint,
-                hub.locate(!first_attempt).await,
-                store.clone(),
-                stats,
-                Some(etx),
-                stopped(stop_rx.clone()),
-            );
+            let addr = hub.locate(!first_attempt).await;
+            let session = async {
+                let (conn, version) = hearth_net::connect_sync(&endpoint, addr, &versions).await?;
+                let _ = status.send(SyncStatus::Connected { version });
+                hearth_net::run_dialed_sync(
+                    conn,
+                    store.clone(),
+                    stats,
+                    Some(etx),
+                    stopped(stop_rx.clone()),
+                )
+                .await
+            };
             let (result, caught_up) = tokio::join!(session, forward);
             first_attempt = false;
             if *stop_rx.borrow() {
@@ -148,17 +173,30 @@ pub async fn run_sync_loop(
             if caught_up {
                 backoff = BACKOFF_MIN;
             }
-            let reason = match result {
-                Ok(()) => "hub closed the session".to_string(),
-                Err(e) => e.to_string(),
-            };
             // Spread reconnects of many nodes after a hub restart.
             let jitter = Duration::from_millis(u64::from(std::process::id() % 50));
-            let delay = backoff + jitter;
-            let _ = status.send(SyncStatus::Disconnected {
-                reason,
-                retry_in: delay,
-            });
+            let delay = match result {
+                Err(hearth_net::SyncConnError::Version(message)) => {
+                    let delay = INCOMPATIBLE_RETRY + jitter;
+                    let _ = status.send(SyncStatus::Incompatible {
+                        message,
+                        retry_in: delay,
+                    });
+                    delay
+                }
+                other => {
+                    let reason = match other {
+                        Ok(()) => "hub closed the session".to_string(),
+                        Err(e) => e.to_string(),
+                    };
+                    let delay = backoff + jitter;
+                    let _ = status.send(SyncStatus::Disconnected {
+                        reason,
+                        retry_in: delay,
+                    });
+                    delay
+                }
+            };
             let mut rx = stop_rx.clone();
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}

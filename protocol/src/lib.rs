@@ -13,19 +13,26 @@
 mod frame;
 mod messages;
 mod pair;
+mod versions;
 
 pub use frame::{
     decode_frame, encode_frame, frame_len, FrameError, FRAME_HEADER_LEN, MAX_FRAME, PAIR_MAX_FRAME,
 };
 pub use messages::{Digest, DocEntry, DocId, DocIndex, DocSnapshot, Hash, SyncMessage};
 pub use pair::{PairRequest, PairResponse};
+pub use versions::{
+    alpn, alpn_version, alpns, compare, mismatch_message, Compat, Family, VersionInfo,
+    VersionInfoError, ALPN_VERSIONS, MAX_VERSION_INFO, PAIR_VERSIONS, SYNC_VERSIONS,
+};
 
 /// Version byte carried in every frame; peers refuse frames of another version.
 pub const PROTOCOL_VERSION: u8 = 1;
 
-/// ALPN for document replication between an allowlisted node and its hub.
+/// ALPN for document replication between an allowlisted node and its hub, version 1
+/// (see [`SYNC_VERSIONS`] and [`alpns`] for every version a build speaks).
 pub const ALPN_SYNC: &[u8] = b"hearth/sync/1";
-/// ALPN for device pairing; open to unpaired devices, which may do nothing else.
+/// ALPN for device pairing, version 1; open to unpaired devices, which may do nothing
+/// else (see [`PAIR_VERSIONS`]).
 pub const ALPN_PAIR: &[u8] = b"hearth/pair/1";
 /// ALPN for chat relayed from node UIs, events and device administration.
 pub const ALPN_RPC: &[u8] = b"hearth/rpc/1";

@@ -244,7 +244,18 @@ pub struct HubProc {
 impl HubProc {
     /// Starts a hub on `home`, bound to 127.0.0.1:`port` (0: any), HTTP on a free port.
     pub fn start(bins: &Binaries, home: &Path, port: u16) -> anyhow::Result<Self> {
+        Self::start_with_env(bins, home, port, &[])
+    }
+
+    /// [`Self::start`] with extra environment variables (e.g. a test hook).
+    pub fn start_with_env(
+        bins: &Binaries,
+        home: &Path,
+        port: u16,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let mut cmd = bins.hub(home);
+        cmd.envs(env.iter().copied());
         cmd.args([
             "--bind",
             &format!("127.0.0.1:{port}"),
@@ -308,7 +319,18 @@ impl NodeHome {
 
     /// Starts `hearth run` following `hub`.
     pub fn start(&self, hub_id: &str, hub_addr: SocketAddr) -> anyhow::Result<Proc> {
+        self.start_with_env(hub_id, hub_addr, &[])
+    }
+
+    /// [`Self::start`] with extra environment variables (e.g. a test hook).
+    pub fn start_with_env(
+        &self,
+        hub_id: &str,
+        hub_addr: SocketAddr,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Proc> {
         let mut c = self.bins.node(&self.home);
+        c.envs(env.iter().copied());
         c.args([
             "run",
             "--hub",

@@ -138,6 +138,9 @@ pub enum AgentError {
     /// The hub's database failed.
     #[error("agent storage: {0}")]
     Db(#[from] rusqlite::Error),
+    /// `hub.db` could not be opened (e.g. it is from a newer release).
+    #[error(transparent)]
+    HubDb(#[from] crate::hubdb::HubDbError),
     /// The document store failed.
     #[error(transparent)]
     Store(#[from] hearth_sync::StoreError),
@@ -220,12 +223,10 @@ impl Agent {
         config: AgentConfig,
         db: &Path,
     ) -> Result<Self, AgentError> {
-        let conn = Connection::open(db)?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        // WAL and NORMAL: a message or audit row survives a crash of the hub process at
-        // the cost of a WAL append, not an fsync per row (which would dominate a turn).
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // WAL and NORMAL: a message survives a crash of the hub process at the cost of a
+        // WAL append, not an fsync per row (which would dominate a turn). Audit rows are
+        // committed with FULL (see `audit`), as durable as the actions they record.
+        let conn = crate::hubdb::open(db, crate::hubdb::Durability::Normal)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS messages (
                 id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -366,8 +367,12 @@ impl Agent {
         outcome: &str,
         is_error: bool,
     ) {
+        // The row is committed with synchronous=FULL (the WAL is fsynced) before the
+        // tool's result is reported to anyone, so an action that survived a power cut is
+        // never missing from the log; the connection goes back to NORMAL for messages.
         let written = self.db.lock().map(|db| {
-            db.execute(
+            db.pragma_update(None, "synchronous", "FULL")?;
+            let inserted = db.execute(
                 "INSERT INTO audit_log (at, channel, project, tool, args, outcome, is_error)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![
@@ -379,7 +384,9 @@ impl Agent {
                     outcome,
                     is_error
                 ],
-            )
+            );
+            db.pragma_update(None, "synchronous", "NORMAL")?;
+            inserted
         });
         if !matches!(written, Ok(Ok(_))) {
             tracing::error!(tool, "could not append to the audit log");

@@ -105,11 +105,8 @@ pub struct UpdateLog {
 
 impl UpdateLog {
     /// Opens the log in `db`.
-    pub fn open(db: &Path) -> Result<Self, rusqlite::Error> {
-        let conn = Connection::open(db)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+    pub fn open(db: &Path) -> Result<Self, crate::hubdb::HubDbError> {
+        let conn = crate::hubdb::open(db, crate::hubdb::Durability::Normal)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS updates (
                 id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -287,29 +284,20 @@ impl Scope<'_> {
         let Some(given) = given else {
             return Ok(self.home);
         };
-        let by_id = given
-            .parse::<DocId>()
-            .ok()
-            .or_else(|| self.store.resolve_blocking(Kind::Project, given).ok());
-        let found = match by_id {
-            Some(id) => Some(id),
-            None => self
-                .store
-                .list_blocking(&Filter {
-                    limit: 10_000,
-                    ..Filter::new(Kind::Project)
-                })?
-                .data
-                .into_iter()
-                .find(|p| p.title == given && self.visible.contains_project(&p.id))
-                .map(|p| p.id),
-        };
-        found
-            .filter(|id| self.visible.contains_project(id))
-            .ok_or(ToolError::NotFound {
+        // Only projects in the caller's subtree are candidates; a name two of them share
+        // is an error, never the first match.
+        let visible: Vec<_> = crate::projects::all_projects_blocking(self.store)
+            .map_err(|e| ToolError::Invalid(e.to_string()))?
+            .into_iter()
+            .filter(|p| self.visible.contains_project(&p.id))
+            .collect();
+        crate::projects::pick(&visible, None, given).map_err(|e| match e {
+            crate::projects::ProjectError::Ambiguous { .. } => ToolError::Invalid(e.to_string()),
+            _ => ToolError::NotFound {
                 kind: "project",
                 id: given.to_string(),
-            })
+            },
+        })
     }
 
     fn note(&self, id: &str) -> Result<hearth_sync::Record<Note>, ToolError> {

@@ -7,6 +7,7 @@ pub(crate) mod note;
 pub(crate) mod pair;
 pub(crate) mod project;
 pub(crate) mod run;
+pub(crate) mod status;
 pub(crate) mod task;
 
 use std::path::{Path, PathBuf};
@@ -15,9 +16,12 @@ use anyhow::Context;
 use hearth_sync::{DocId, DocumentStore, Kind};
 
 pub(crate) fn open_store(home: &Path) -> anyhow::Result<DocumentStore> {
-    std::fs::create_dir_all(home).with_context(|| format!("creating {}", home.display()))?;
-    DocumentStore::open(home.join("hearth.db"))
-        .with_context(|| format!("opening the replica in {}", home.display()))
+    hearth_net::files::ensure_private_dir(home)
+        .with_context(|| format!("creating {}", home.display()))?;
+    let path = home.join("hearth.db");
+    hearth_net::files::secure_db_files(&path)
+        .with_context(|| format!("securing {}", path.display()))?;
+    DocumentStore::open(path).with_context(|| format!("opening the replica in {}", home.display()))
 }
 
 pub(crate) fn hex(bytes: &[u8; 32]) -> String {
@@ -63,6 +67,8 @@ enum Command {
     },
     /// Keep the replica in sync with the hub until interrupted.
     Run(run::RunArgs),
+    /// The pinned hub and the sync status `hearth run` last saw.
+    Status,
     /// Notes in the local replica.
     #[command(subcommand)]
     Note(note::NoteCommand),
@@ -102,6 +108,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> any
                 .context("starting tokio")?;
             rt.block_on(run::run(home, args))
         }
+        Command::Status => status::run(&home),
         Command::Note(cmd) => note::run(&open_store(&home)?, cmd, NodeConfig::load(&home)?.scope),
         Command::Project(cmd) => project::run(&open_store(&home)?, cmd),
         Command::Task(cmd) => task::run(&open_store(&home)?, cmd, NodeConfig::load(&home)?.scope),

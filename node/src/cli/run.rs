@@ -2,7 +2,10 @@
 
 use std::{net::SocketAddr, path::PathBuf};
 
-use crate::{config::NodeConfig, run_sync_loop, HubAddr, HubLocator, NodeError, SyncStatus};
+use crate::{
+    config::NodeConfig, run_sync_loop, status::SavedStatus, HubAddr, HubLocator, NodeError,
+    SyncStatus,
+};
 use anyhow::Context;
 use hearth_net::{NetSettings, NoHooks, RelaySetting};
 use tokio::sync::mpsc;
@@ -24,6 +27,10 @@ pub(crate) struct RunArgs {
     /// Look the hub up on the LAN over mDNS when its saved address fails: `on` or `off`.
     #[arg(long, env = "HEARTH_MDNS", default_value = "on")]
     mdns: String,
+    /// Test hook: the `hearth/sync/N` versions to offer instead of this build's own
+    /// (comma-separated), to play a node of another release.
+    #[arg(long, env = "HEARTH_SYNC_VERSIONS", value_delimiter = ',', hide = true)]
+    sync_versions: Vec<u16>,
 }
 
 pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
@@ -64,16 +71,34 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         .context("binding the node endpoint")?;
     println!("hearth ready id={} hub={}", endpoint.id(), hub_id);
 
+    let versions = if args.sync_versions.is_empty() {
+        hearth_protocol::SYNC_VERSIONS.to_vec()
+    } else {
+        args.sync_versions.clone()
+    };
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let status_home = home.clone();
     let printer = tokio::spawn(async move {
+        let mut saved = SavedStatus::default();
         while let Some(status) = rx.recv().await {
+            if let Some(next) = SavedStatus::from_sync(&status, &saved) {
+                if let Err(e) = next.save(&status_home) {
+                    tracing::warn!(error = %e, "cannot save the sync status");
+                }
+                saved = next;
+            }
             match status {
                 SyncStatus::Connecting => tracing::debug!("connecting to hub"),
+                SyncStatus::Connected { version } => println!("hearth connected version={version}"),
                 SyncStatus::CaughtUp { received_whole, sent_whole, synced, ms, tx_bytes, rx_bytes } => println!(
                     "hearth caught-up received_whole={received_whole} sent_whole={sent_whole} synced={synced} ms={ms} tx_bytes={tx_bytes} rx_bytes={rx_bytes}"
                 ),
                 SyncStatus::Disconnected { reason, retry_in } => {
                     println!("hearth disconnected retry_ms={} reason={reason}", retry_in.as_millis());
+                }
+                SyncStatus::Incompatible { message, retry_in } => {
+                    tracing::error!(%message, "cannot sync with the hub");
+                    println!("hearth incompatible retry_ms={} reason={message}", retry_in.as_millis());
                 }
             }
         }
@@ -81,6 +106,7 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
     run_sync_loop(
         endpoint.clone(),
         hub_addr,
+        versions,
         store.clone(),
         tx,
         hearth_net::shutdown_signal(),

@@ -125,3 +125,94 @@ fn a_chat_turn_creates_a_note_that_reaches_a_paired_node() -> anyhow::Result<()>
     assert!(!hub.proc.stderr_text().contains("sk-test-123"));
     Ok(())
 }
+
+#[test]
+fn a_peer_made_general_project_does_not_capture_the_hubs_chat() -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let replies = Arc::new(Mutex::new(vec![
+        anthropic_tool_turn(
+            "toolu_1",
+            "notes_create",
+            &json!({"title": "Private", "content": "for the owner only"}),
+        ),
+        anthropic_text_turn("Noted."),
+    ]));
+    let seen: Seen = Arc::default();
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+    let model_addr = listener.local_addr()?;
+    let app = Router::new()
+        .route("/v1/messages", post(answer))
+        .with_state((replies, seen));
+    rt.spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+
+    let bins = bins();
+    let dir = tempdir();
+    let hub_home = sub(&dir, "hub");
+    let mut set = bins.hub(&hub_home);
+    set.args(["set-key", "anthropic"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null());
+    let mut child = set.spawn()?;
+    child
+        .stdin
+        .take()
+        .map(|mut s| s.write_all(b"sk-test-123\n"))
+        .transpose()?;
+    anyhow::ensure!(child.wait()?.success(), "set-key failed");
+    let hub_docs = NodeHome::new(&bins, hub_home.clone())?; // `hearth` on the hub's store
+    let laptop = NodeHome::new(&bins, sub(&dir, "laptop"))?;
+    allow(&bins, &hub_home, &laptop.id)?;
+
+    let env = [("HEARTH_ANTHROPIC_URL", format!("http://{model_addr}"))];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut hub = HubProc::start_with_env(&bins, &hub_home, 0, &env)?;
+    let projects = hub_docs.cli(&["project", "list"])?;
+    let general = projects
+        .lines()
+        .find(|l| l.split('\t').nth(1) == Some("general"))
+        .and_then(|l| l.split('\t').next())
+        .ok_or_else(|| anyhow::anyhow!("no general project in {projects:?}"))?
+        .to_string();
+
+    // The paired laptop makes a root project of its own named general.
+    let node = laptop.start(&hub.id, hub.addr)?;
+    node.wait_line(Duration::from_secs(30), |l| {
+        l.starts_with("hearth caught-up")
+    })?;
+    let rogue = laptop
+        .cli(&["project", "add", "general"])?
+        .trim()
+        .to_string();
+    eventually(Duration::from_secs(20), || {
+        Ok(hub_docs.cli(&["project", "list"])?.contains(&rogue))
+    })?;
+    // A restart of the hub keeps the general project it remembers.
+    hub.proc.terminate();
+    let hub = HubProc::start_with_env(&bins, &hub_home, 0, &env)?;
+
+    let mut chat = bins.hub(&hub_home);
+    chat.args(["chat", "--message", "note this privately"]);
+    let printed = run_ok(chat)?;
+    assert!(printed.contains("Noted."), "{printed}");
+    let notes = json_lines(&hub_docs.cli(&["note", "list", "--json"])?);
+    let id = notes
+        .iter()
+        .find(|n| n["title"] == "Private")
+        .and_then(|n| n["id"].as_str())
+        .ok_or_else(|| anyhow::anyhow!("no note in {notes:?}"))?
+        .to_string();
+    let shown: Value = serde_json::from_str(&hub_docs.cli(&["note", "show", &id, "--json"])?)?;
+    assert_eq!(
+        shown["project"],
+        general.as_str(),
+        "the owner's general project"
+    );
+    assert_ne!(shown["project"], rogue.as_str());
+    drop(hub);
+    Ok(())
+}

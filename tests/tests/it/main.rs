@@ -10,6 +10,7 @@ mod pairing;
 mod replication;
 mod scope;
 mod tidy;
+mod versions;
 
 use std::path::PathBuf;
 
