@@ -6,6 +6,7 @@
 //! - [`sync_conn`]: running a `hearth/sync/1` replication session over a QUIC connection;
 //! - [`discovery`]: mDNS advertising and browsing (optional, never fatal);
 //! - [`ticket`]: the pair ticket for first contact from anywhere;
+//! - [`fingerprint`]: the short key fingerprint people compare when pairing;
 //! - [`shutdown_signal`]: the daemons' stop signal.
 //!
 //! Architecture Invariant: this crate decides nothing about who may connect; the hub's
@@ -13,11 +14,13 @@
 
 pub mod discovery;
 pub mod endpoint;
+pub mod fingerprint;
 pub mod identity;
 pub mod sync_conn;
 pub mod ticket;
 
 pub use endpoint::{bind_endpoint, NetError, NetSettings, NoHooks, RelaySetting};
+pub use fingerprint::{fingerprint, fingerprint_of_id};
 pub use identity::{load_or_create_secret_key, IdentityError};
 pub use sync_conn::{accept_sync, dial_sync, SyncConnError};
 pub use ticket::PairTicket;
