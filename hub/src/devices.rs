@@ -73,6 +73,14 @@ pub enum DeviceError {
     /// The hub requires a ticket to pair.
     #[error("this hub pairs only through a ticket: ask its owner for `hearth-hub ticket`")]
     TicketRequired,
+    /// The code belongs to another key than the one the owner was shown.
+    #[error("code {code} belongs to the device with fingerprint {fingerprint}, not the one you checked: nothing was approved")]
+    Mismatch {
+        /// The code.
+        code: String,
+        /// The fingerprint of the key that asked with it.
+        fingerprint: String,
+    },
     /// No such device.
     #[error("no device {0}")]
     NoDevice(String),
