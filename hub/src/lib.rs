@@ -150,19 +150,19 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         endpoint.clone(),
         settings.home.join("hub.addr"),
     ));
+    let pair = pair_service::PairService::new(
+        registry.clone(),
+        settings.name.clone(),
+        settings.pair_require_ticket,
+    );
     let router = Router::builder(endpoint)
+        // Turns away pairing floods at their first packet; other ALPNs pass.
+        .incoming_filter(pair.incoming_filter())
         .accept(
             ALPN_SYNC,
             sync_service::SyncService::new(store.clone(), tracker.clone(), registry.clone()),
         )
-        .accept(
-            ALPN_PAIR,
-            pair_service::PairService::new(
-                registry.clone(),
-                settings.name.clone(),
-                settings.pair_require_ticket,
-            ),
-        )
+        .accept(ALPN_PAIR, pair)
         .spawn();
     let (stop_watch, stop_rx) = tokio::sync::watch::channel(false);
     let revocations = tokio::spawn(access::watch_revocations(

@@ -2,10 +2,13 @@
 //!
 //! Every key that reaches the hub's UDP port may open this ALPN, so the handler treats
 //! each connection as an adversary's. [`PairGate`] caps pairing connections overall, per
-//! remote address and for relayed connections together, and refuses the surplus in
-//! `on_accepting`, before the TLS handshake completes and before this handler allocates
-//! anything for it; a connection that does not finish its handshake, send its `Start` or
-//! poll within a few seconds is closed; frames are limited to `PAIR_MAX_FRAME`. One
+//! remote address and for relayed connections together. The router's incoming filter
+//! ([`PairService::incoming_filter`]) refuses a pairing attempt whose bucket is full from
+//! its first packet, before any handshake work or connection state, and asks unvalidated
+//! addresses to retry (QUIC address validation) once the gate is half full, so spoofed
+//! packets cannot hold slots; `on_accepting` takes the slot itself, before the TLS
+//! handshake completes. A connection that does not finish its handshake, send its
+//! `Start` or poll within a few seconds is closed; frames are limited to `PAIR_MAX_FRAME`. One
 //! stream per attempt: the node sends `Start`, gets a code, then polls until the owner
 //! decides or the code expires. Every decision goes through [`DeviceRegistry`]; this
 //! handler never keeps pairing state beyond the code of its one connection, and never
@@ -17,12 +20,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use hearth_protocol::{encode_frame, PairRequest, PairResponse, PAIR_MAX_FRAME};
+use hearth_protocol::{encode_frame, PairRequest, PairResponse, ALPN_PAIR, PAIR_MAX_FRAME};
 use hearth_sync::read_frame;
 use iroh::{
-    endpoint::{Accepting, Connection, IncomingAddr, SendStream},
-    protocol::{AcceptError, ProtocolHandler},
+    endpoint::{Accepting, Connection, Incoming, IncomingAddr, SendStream},
+    protocol::{AcceptError, IncomingFilter, IncomingFilterOutcome, ProtocolHandler},
 };
+use tokio::sync::Notify;
 
 use crate::devices::{DeviceError, DeviceRegistry, Origin, PollState, StartOutcome, CODE_LIFETIME};
 
@@ -47,17 +51,18 @@ pub struct PairLimits {
 impl Default for PairLimits {
     fn default() -> Self {
         Self {
-            // Real pairings are rare and short; 256 connections stay a few MiB (the
-            // cross-process flood test measures it) and leave room for the owner's
-            // devices while one address holds at most 4.
-            total: 256,
+            // Real pairings are rare and short. A held pairing connection costs the hub
+            // roughly 150-200 KiB (noq and iroh connection state, TLS, the task), so 128
+            // of them stay near 25 MiB; one address holds at most 4, and when the gate is
+            // full a newcomer from a less busy address takes a slot from the busiest.
+            total: 128,
             per_addr: 4,
-            // A relayed connection has no remote IP (the relay forwards it), so
-            // relayed connections cannot be told apart by address: they share this one
-            // bucket, which is half the total, so a flood through relays cannot lock out
-            // the LAN; per-address limits never apply to them, so one relay user cannot
-            // lock out every device behind the same relay beyond this bucket.
-            relayed: 128,
+            // A relayed connection has no remote IP (the relay forwards it), so relayed
+            // connections cannot be told apart by address: they share this one bucket,
+            // half the total, so a flood through relays cannot lock out the LAN, and
+            // per-address limits never apply to them, so devices behind one relay are not
+            // locked out together by a per-address cap of 4.
+            relayed: 64,
             handshake_timeout: Duration::from_secs(5),
             first_message_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(10),
@@ -65,17 +70,53 @@ impl Default for PairLimits {
     }
 }
 
+/// One held slot, as the gate sees it.
+#[derive(Debug)]
+struct Slot {
+    id: u64,
+    evict: Arc<Notify>,
+}
+
 #[derive(Debug, Default)]
-struct GateCounts {
+struct GateState {
     total: usize,
-    per_bucket: HashMap<String, usize>,
+    next_id: u64,
+    /// Slots per bucket, oldest first.
+    buckets: HashMap<String, Vec<Slot>>,
+}
+
+impl GateState {
+    fn count(&self, bucket: &str) -> usize {
+        self.buckets.get(bucket).map_or(0, Vec::len)
+    }
+
+    fn remove(&mut self, bucket: &str, id: u64) -> bool {
+        let Some(slots) = self.buckets.get_mut(bucket) else {
+            return false;
+        };
+        let before = slots.len();
+        slots.retain(|s| s.id != id);
+        let removed = slots.len() < before;
+        if slots.is_empty() {
+            self.buckets.remove(bucket);
+        }
+        if removed {
+            self.total = self.total.saturating_sub(1);
+        }
+        removed
+    }
 }
 
 /// Counts open pairing connections and hands out [`PairPermit`]s within [`PairLimits`].
+///
+/// When the gate is full, a newcomer whose bucket holds fewer slots than the busiest
+/// bucket by two or more takes the busiest bucket's oldest slot (that connection is told
+/// to close): many addresses holding several slots each cannot keep out a device from an
+/// address that holds none. A device pairing alone from its address is never evicted.
 #[derive(Debug)]
 pub struct PairGate {
     limits: PairLimits,
-    counts: Mutex<GateCounts>,
+    state: Mutex<GateState>,
     /// Permits of connections whose handshake finished, waiting for `accept` (the router
     /// calls `on_accepting` then `accept` in one task).
     handed_over: Mutex<HashMap<usize, PairPermit>>,
@@ -87,18 +128,21 @@ pub struct PairPermit {
     gate: Arc<PairGate>,
     origin: Origin,
     bucket: String,
+    id: u64,
+    evict: Arc<Notify>,
+}
+
+impl PairPermit {
+    /// Completes when the gate gave this slot to a newcomer: close the connection.
+    async fn evicted(&self) {
+        self.evict.notified().await;
+    }
 }
 
 impl Drop for PairPermit {
     fn drop(&mut self) {
-        let mut counts = self.gate.counts();
-        counts.total = counts.total.saturating_sub(1);
-        if let Some(n) = counts.per_bucket.get_mut(&self.bucket) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                counts.per_bucket.remove(&self.bucket);
-            }
-        }
+        // An evicted slot was already removed; nothing to do then.
+        self.gate.state().remove(&self.bucket, self.id);
     }
 }
 
@@ -107,40 +151,105 @@ impl PairGate {
     pub fn new(limits: PairLimits) -> Arc<Self> {
         Arc::new(Self {
             limits,
-            counts: Mutex::new(GateCounts::default()),
+            state: Mutex::new(GateState::default()),
             handed_over: Mutex::new(HashMap::new()),
         })
     }
 
-    fn counts(&self) -> MutexGuard<'_, GateCounts> {
-        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    fn state(&self) -> MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A slot for a connection from `origin`, or `None` when that would pass a limit.
-    pub fn try_enter(self: &Arc<Self>, origin: Origin) -> Option<PairPermit> {
-        let bucket = origin.bucket();
-        let cap = match origin {
+    fn cap(&self, origin: Origin) -> usize {
+        match origin {
             Origin::Direct(_) => self.limits.per_addr,
             Origin::Relayed => self.limits.relayed,
-        };
-        let mut counts = self.counts();
-        let in_bucket = counts.per_bucket.get(&bucket).copied().unwrap_or(0);
-        if counts.total >= self.limits.total || in_bucket >= cap {
+        }
+    }
+
+    /// The busiest bucket, if it holds at least two slots more than `bucket` does.
+    fn victim_bucket(state: &GateState, bucket: &str) -> Option<String> {
+        let mine = state.count(bucket);
+        state
+            .buckets
+            .iter()
+            .max_by_key(|(_, slots)| slots.len())
+            .filter(|(_, slots)| slots.len() > mine + 1)
+            .map(|(b, _)| b.clone())
+    }
+
+    /// A slot for a connection from `origin`, or `None` when its bucket is full, or the
+    /// gate is full and no bucket holds two slots more than this one.
+    pub fn try_enter(self: &Arc<Self>, origin: Origin) -> Option<PairPermit> {
+        let bucket = origin.bucket();
+        let mut state = self.state();
+        if state.count(&bucket) >= self.cap(origin) {
             return None;
         }
-        counts.total += 1;
-        counts.per_bucket.insert(bucket.clone(), in_bucket + 1);
-        drop(counts);
+        if state.total >= self.limits.total {
+            let victim = Self::victim_bucket(&state, &bucket)?;
+            let slots = state.buckets.get_mut(&victim)?;
+            let oldest = slots.remove(0);
+            if slots.is_empty() {
+                state.buckets.remove(&victim);
+            }
+            state.total = state.total.saturating_sub(1);
+            // Stored if its task is not waiting right now: it sees it at its next wait.
+            oldest.evict.notify_one();
+            tracing::debug!(from = %victim, to = %bucket, "pairing slot reassigned");
+        }
+        state.total += 1;
+        state.next_id += 1;
+        let id = state.next_id;
+        let evict = Arc::new(Notify::new());
+        state.buckets.entry(bucket.clone()).or_default().push(Slot {
+            id,
+            evict: evict.clone(),
+        });
+        drop(state);
         Some(PairPermit {
             gate: self.clone(),
             origin,
             bucket,
+            id,
+            evict,
         })
     }
 
     /// Pairing connections open now.
     pub fn open(&self) -> usize {
-        self.counts().total
+        self.state().total
+    }
+
+    /// Whether a connection from `origin` would get a slot now (no slot is taken).
+    fn has_room(&self, origin: Origin) -> bool {
+        let bucket = origin.bucket();
+        let state = self.state();
+        state.count(&bucket) < self.cap(origin)
+            && (state.total < self.limits.total || Self::victim_bucket(&state, &bucket).is_some())
+    }
+
+    /// The verdict on a connection's first packet (see [`PairService::incoming_filter`]).
+    fn filter(&self, incoming: &Incoming) -> IncomingFilterOutcome {
+        let origin = origin_of(incoming.remote_addr());
+        let room = self.has_room(origin);
+        let pressed = self.open() * 2 >= self.limits.total;
+        if room && !pressed {
+            return IncomingFilterOutcome::Accept;
+        }
+        // Only under pressure: read the ALPNs out of the ClientHello (one decrypt of the
+        // Initial packet, far cheaper than a handshake). Sync and RPC go on to the access
+        // hook; an attempt we cannot parse goes on to `on_accepting`, which counts it.
+        if !offers_only_pairing(incoming) {
+            return IncomingFilterOutcome::Accept;
+        }
+        if !room {
+            return IncomingFilterOutcome::Reject;
+        }
+        if !incoming.remote_addr_validated() {
+            return IncomingFilterOutcome::Retry;
+        }
+        IncomingFilterOutcome::Accept
     }
 
     fn hand_over(&self, id: usize, permit: PairPermit) {
@@ -158,6 +267,21 @@ impl PairGate {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id)
     }
+}
+
+/// Whether the ClientHello of `incoming` offers `hearth/pair/1` and nothing else.
+fn offers_only_pairing(incoming: &Incoming) -> bool {
+    let Some(alpns) = incoming.decrypt().and_then(|d| d.alpns()) else {
+        return false;
+    };
+    let mut pair = false;
+    for alpn in alpns {
+        match alpn {
+            Ok(a) if a.as_ref() == ALPN_PAIR => pair = true,
+            _ => return false,
+        }
+    }
+    pair
 }
 
 /// Where a connection comes from, as the transport saw it.
@@ -210,6 +334,15 @@ impl PairService {
             gate: PairGate::new(limits),
         }
     }
+
+    /// The filter to install with `RouterBuilder::incoming_filter`: it turns away pairing
+    /// attempts the gate has no room for at their first packet (QUIC `CONNECTION_REFUSED`,
+    /// no handshake, no connection state), and makes unvalidated addresses prove they can
+    /// receive (a QUIC retry) once the gate is half full. Other ALPNs always pass.
+    pub fn incoming_filter(&self) -> IncomingFilter {
+        let gate = self.gate.clone();
+        Arc::new(move |incoming: &Incoming| gate.filter(incoming))
+    }
 }
 
 const MIN_POLL_INTERVAL: Duration = Duration::from_millis(500);
@@ -246,9 +379,12 @@ impl ProtocolHandler for PairService {
             tracing::debug!(origin = %origin.bucket(), "pairing connection refused: too many open");
             return Err(AcceptError::from_err(PairRefusal::Busy(origin.bucket())));
         };
-        let conn = match tokio::time::timeout(self.gate.limits.handshake_timeout, accepting).await {
-            Ok(conn) => conn.map_err(AcceptError::from_err)?,
-            Err(_) => return Err(AcceptError::from_err(PairRefusal::HandshakeTimeout)),
+        let conn = tokio::select! {
+            done = tokio::time::timeout(self.gate.limits.handshake_timeout, accepting) => match done {
+                Ok(conn) => conn.map_err(AcceptError::from_err)?,
+                Err(_) => return Err(AcceptError::from_err(PairRefusal::HandshakeTimeout)),
+            },
+            _ = permit.evicted() => return Err(AcceptError::from_err(PairRefusal::Busy(origin.bucket()))),
         };
         self.gate.hand_over(conn.stable_id(), permit);
         Ok(conn)
@@ -260,7 +396,14 @@ impl ProtocolHandler for PairService {
             conn.close(503u32.into(), b"pairing is busy; try again");
             return Ok(());
         };
-        let result = self.serve(&conn, permit.origin).await;
+        let result = tokio::select! {
+            served = self.serve(&conn, permit.origin) => served,
+            _ = permit.evicted() => {
+                tracing::debug!(peer = %conn.remote_id(), "pairing slot given to a newcomer: closed");
+                conn.close(503u32.into(), b"pairing is busy; try again");
+                Ok(())
+            }
+        };
         drop(permit);
         result
     }
@@ -399,7 +542,7 @@ mod tests {
     #[test]
     fn gate_caps_per_address_relay_and_overall_and_releases_on_drop() {
         let gate = PairGate::new(PairLimits {
-            total: 6,
+            total: 8,
             per_addr: 2,
             relayed: 3,
             ..PairLimits::default()
@@ -415,14 +558,73 @@ mod tests {
             r.iter().all(Option::is_some),
             "relay bucket is larger than per-address"
         );
+        assert!(
+            gate.try_enter(Origin::Relayed).is_none(),
+            "relay bucket cap"
+        );
         assert_eq!(gate.open(), 6);
-        assert!(gate.try_enter(ip(3)).is_none(), "overall cap");
         drop(r);
         assert!(gate.try_enter(Origin::Relayed).is_some());
         drop(a);
         drop(b);
         assert_eq!(gate.open(), 0);
-        assert!(gate.counts().per_bucket.is_empty());
+        assert!(gate.state().buckets.is_empty());
+    }
+
+    #[test]
+    fn a_full_gate_of_single_slots_refuses() {
+        let gate = PairGate::new(PairLimits {
+            total: 3,
+            ..PairLimits::default()
+        });
+        let held: Vec<_> = (1..=3).map(|i| gate.try_enter(ip(i))).collect();
+        assert!(held.iter().all(Option::is_some));
+        assert!(!gate.has_room(ip(4)));
+        assert!(
+            gate.try_enter(ip(4)).is_none(),
+            "overall cap, nobody to evict"
+        );
+        assert_eq!(gate.open(), 3);
+    }
+
+    #[tokio::test]
+    async fn one_host_cannot_lock_out_pairing_connections() {
+        let gate = PairGate::new(PairLimits {
+            total: 4,
+            per_addr: 4,
+            ..PairLimits::default()
+        });
+        let flood: Vec<_> = (0..4)
+            .map(|_| gate.try_enter(ip(66)).expect("slot"))
+            .collect();
+        assert!(gate.has_room(ip(7)), "a newcomer from elsewhere has room");
+        let device = gate
+            .try_enter(ip(7))
+            .expect("the newcomer takes a flood slot");
+        assert_eq!(gate.open(), 4, "still within the overall cap");
+        // The oldest flood connection is told to go; the others are not.
+        tokio::time::timeout(Duration::from_secs(1), flood[0].evicted())
+            .await
+            .expect("oldest evicted");
+        for p in &flood[1..] {
+            assert!(
+                tokio::time::timeout(Duration::from_millis(20), p.evicted())
+                    .await
+                    .is_err(),
+                "only one is evicted"
+            );
+        }
+        drop(flood);
+        assert_eq!(gate.open(), 1, "an evicted slot is not released twice");
+        // A device alone on its address is never evicted by one more of the same.
+        let other = gate.try_enter(ip(8)).expect("slot");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), device.evicted())
+                .await
+                .is_err()
+        );
+        drop((device, other));
+        assert_eq!(gate.open(), 0);
     }
 
     #[test]

@@ -1,0 +1,240 @@
+//! A stranger's pairing flood: 1,000 unauthenticated `hearth/pair/1` connections from 50
+//! loopback source addresses (127.0.0.2 to 127.0.0.51), each sending one frame header that
+//! announces a 4 KiB body and then nothing. The hub's memory growth stays under a stated
+//! ceiling, every flood connection it kept is closed within seconds, and a real device
+//! from 127.0.0.1 pairs and syncs in the middle of it. Loopback only, relays and mDNS off.
+
+use std::{
+    net::{IpAddr, Ipv4Addr, SocketAddr},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use hearth_net::{NetSettings, NoHooks, RelaySetting};
+use hearth_protocol::{ALPN_PAIR, PAIR_MAX_FRAME};
+use hearth_tests::{hub_cli, HubProc, NodeHome, Proc};
+use iroh::{endpoint::Connection, EndpointAddr, SecretKey};
+
+use crate::{bins, sub, tempdir};
+
+/// Source addresses of the flood.
+const HOSTS: u8 = 50;
+/// Connections each source address opens: 50 × 20 = 1,000.
+const PER_HOST: usize = 20;
+/// Connections being opened at once (bounded batches keep the test's own load sane).
+const IN_FLIGHT: usize = 100;
+/// Ceiling on the hub's resident-memory growth (peak, `VmHWM`, over `VmRSS` before).
+///
+/// Why 48 MiB: the hub keeps at most 4 pairing connections per address (200 here, under
+/// the overall cap of 256) and refuses the other 800 before their handshake completes.
+/// A held connection costs noq's connection state and its stream buffers, on the order
+/// of 50–100 KiB, and the frame buffer grows only with bytes that arrived (4 here, not
+/// the 4 KiB announced): 200 × ~100 KiB ≈ 20 MiB, plus allocator slack and the tracing
+/// lines of 800 refusals. Without the caps, 1,000 held connections would cost ~100 MiB
+/// and a flood of 10,000 a gigabyte; with them, growth does not depend on the flood's size.
+const RSS_CEILING_KIB: u64 = 48 * 1024;
+
+fn proc_status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("no {field} in /proc/{pid}/status"))
+}
+
+/// One flood connection: handshake, one stream, a 4-byte header announcing a 4 KiB body,
+/// then silence. `None` if the hub refused it.
+async fn open_one(ep: &iroh::Endpoint, hub: EndpointAddr) -> Option<Connection> {
+    let attempt = async {
+        let conn = ep.connect(hub, ALPN_PAIR).await?;
+        let mut send = conn.open_bi().await?.0;
+        send.write_all(&(PAIR_MAX_FRAME as u32).to_be_bytes())
+            .await?;
+        // The send half must stay open: dropping it would finish the stream.
+        std::mem::forget(send);
+        anyhow::Ok(conn)
+    };
+    match tokio::time::timeout(Duration::from_secs(10), attempt).await {
+        Ok(Ok(conn)) => Some(conn),
+        Ok(Err(e)) => { eprintln!("DIAG err {e:#}"); None }
+        Err(_) => { eprintln!("DIAG timeout"); None }
+    }
+}
+
+fn start_pairing(node: &NodeHome, ticket: &str) -> anyhow::Result<(Proc, String)> {
+    let mut c = bins().node(&node.home);
+    c.args(["pair", "--ticket", ticket, "--name", "real laptop"]);
+    let p = Proc::spawn("pair", c, node.home.join("pair.stderr"))?;
+    let line = p.wait_line(Duration::from_secs(30), |l| {
+        l.starts_with("hearth pair code=")
+    })?;
+    let code = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("code="))
+        .ok_or_else(|| anyhow::anyhow!("no code in {line}"))?
+        .to_string();
+    Ok((p, code))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_flood_is_bounded_and_a_real_device_still_pairs() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let bins = bins();
+    let dir = tempdir();
+    let hub_home = sub(&dir, "hub");
+    let hub_cli_node = NodeHome::new(&bins, hub_home.clone())?;
+    let note = hub_cli_node
+        .cli(&[
+            "note",
+            "add",
+            "--title",
+            "Welcome",
+            "--content",
+            "despite the flood",
+        ])?
+        .trim()
+        .to_string();
+    let (b2, h2) = (bins.clone(), hub_home.clone());
+    let hub = tokio::task::spawn_blocking(move || HubProc::start(&b2, &h2, 0)).await??;
+    let hub_pid = hub.proc.pid();
+    let hub_addr = EndpointAddr::new(hub.id.parse()?).with_ip_addr(hub.addr);
+    let (b2, h2) = (bins.clone(), hub_home.clone());
+    let ticket = tokio::task::spawn_blocking(move || hub_cli(&b2, &h2, &["ticket"]))
+        .await??
+        .trim()
+        .to_string();
+
+    // One endpoint per source address, 127.0.0.2 onwards (all loopback on Linux).
+    let mut endpoints = Vec::new();
+    for host in 0..HOSTS {
+        let net = NetSettings {
+            bind: SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2 + host)), 0),
+            relay: RelaySetting::Disabled,
+        };
+        endpoints.push(
+            hearth_net::bind_endpoint(SecretKey::generate(), &net, Vec::new(), None::<NoHooks>)
+                .await?,
+        );
+    }
+    let rss_before = proc_status_kib(hub_pid, "VmRSS:")?;
+
+    let flood_started = Instant::now();
+    let permits = Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT));
+    let refused = Arc::new(AtomicUsize::new(0)); // refused before the client's handshake ended
+    let mut tasks = tokio::task::JoinSet::new();
+    let total: usize = std::env::var("DIAG_FLOOD").ok().and_then(|v| v.parse().ok()).unwrap_or(HOSTS as usize * PER_HOST); // DIAG
+    for i in 0..total {
+        let ep = endpoints[i % HOSTS as usize].clone();
+        let (hub_addr, permits, refused) = (hub_addr.clone(), permits.clone(), refused.clone());
+        tasks.spawn(async move {
+            let _slot = permits.acquire_owned().await.ok()?;
+            let conn = open_one(&ep, hub_addr).await;
+            if conn.is_none() {
+                refused.fetch_add(1, Ordering::Relaxed);
+            }
+            conn.map(|c| (i % HOSTS as usize, c))
+        });
+    }
+    // The client's side of a handshake completes before the hub's `on_accepting` decides,
+    // so a refused connection is first "open" here and closed a moment later.
+    let mut opened = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        if let Some(conn) = joined? {
+            opened.push(conn);
+        }
+    }
+    let flood_secs = flood_started.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let refused = refused.load(Ordering::Relaxed);
+    assert_eq!(opened.len() + refused, total);
+    opened.retain(|(_, c)| c.close_reason().is_none());
+    let kept = opened.len();
+    let mut per_host = std::collections::HashMap::<usize, usize>::new();
+    for (host, _) in &opened {
+        *per_host.entry(*host).or_default() += 1;
+    }
+    let held: Vec<Connection> = opened.into_iter().map(|(_, c)| c).collect();
+    let busiest = per_host.values().copied().max().unwrap_or(0);
+    assert!(
+        kept <= HOSTS as usize * 4 && busiest <= 4,
+        "at most 4 pairing connections per address: {kept} held, busiest address {busiest}"
+    );
+
+    // A real device from 127.0.0.1 pairs while the flood's connections are held.
+    let laptop = NodeHome::new(&bins, sub(&dir, "laptop"))?;
+    let (b2, h2) = (bins.clone(), hub_home.clone());
+    let laptop_home = laptop.home.clone();
+    let paired_at = Instant::now();
+    let pairing = tokio::task::spawn_blocking(move || -> anyhow::Result<Proc> {
+        let laptop = NodeHome::new(&b2, laptop_home)?;
+        let (pairing, code) = start_pairing(&laptop, &ticket)?;
+        let out = hub_cli(&b2, &h2, &["devices", "approve", &code, "--yes"])?;
+        anyhow::ensure!(
+            out.contains("real laptop"),
+            "approve shows the device: {out}"
+        );
+        pairing.wait_line(Duration::from_secs(15), |l| l.starts_with("hearth paired"))?;
+        Ok(pairing)
+    });
+    // Sample while the pairing runs: the flood's connections must still be there.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let open_during_pairing = held.iter().filter(|c| c.close_reason().is_none()).count();
+    let _pairing = pairing.await??;
+    let pair_secs = paired_at.elapsed().as_secs_f64();
+    assert!(
+        open_during_pairing > 0,
+        "the flood must still hold connections while the device pairs"
+    );
+
+    // Every held flood connection is closed by the hub within seconds of going quiet.
+    let idle_deadline = Instant::now() + Duration::from_secs(10);
+    while held.iter().any(|c| c.close_reason().is_none()) && Instant::now() < idle_deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let still_open = held.iter().filter(|c| c.close_reason().is_none()).count();
+    assert_eq!(still_open, 0, "idle pairing connections must be closed");
+    let closed_after = flood_started.elapsed().as_secs_f64();
+
+    let _ = std::fs::write("/tmp/flood-hub.stderr", hub.proc.stderr_text()); // DIAG
+    let rss_after = proc_status_kib(hub_pid, "VmRSS:")?;
+    let peak = proc_status_kib(hub_pid, "VmHWM:")?;
+    let growth = peak.saturating_sub(rss_before);
+    eprintln!(
+        "pairing flood: {kept} held, {refused} refused in {flood_secs:.1} s; {open_during_pairing} \
+         still open while the device paired ({pair_secs:.1} s); all closed {closed_after:.1} s \
+         after the flood began; hub VmRSS {rss_before} KiB before, peak {peak} KiB, {rss_after} KiB \
+         after: growth {growth} KiB (ceiling {RSS_CEILING_KIB} KiB)"
+    );
+    assert!(
+        growth < RSS_CEILING_KIB,
+        "hub memory grew {growth} KiB under the flood (ceiling {RSS_CEILING_KIB} KiB)"
+    );
+
+    // The device that paired in the middle of it syncs.
+    let run = {
+        let mut c = bins.node(&laptop.home);
+        c.args(["run", "--bind", "127.0.0.1:0"]);
+        Proc::spawn("node", c, laptop.home.join("node.stderr"))?
+    };
+    let run = tokio::task::spawn_blocking(move || -> anyhow::Result<Proc> {
+        run.wait_line(Duration::from_secs(30), |l| {
+            l.starts_with("hearth caught-up")
+        })?;
+        Ok(run)
+    })
+    .await??;
+    let shown = laptop.cli(&["note", "show", &note])?;
+    assert!(shown.contains("despite the flood"), "{shown}");
+    drop(run);
+    for ep in endpoints {
+        ep.close().await;
+    }
+    eprintln!(
+        "pairing flood test took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
