@@ -14,8 +14,8 @@ mod frame;
 mod messages;
 mod pair;
 
-pub use frame::{decode_frame, encode_frame, frame_len, FrameError, FRAME_HEADER_LEN, MAX_FRAME,
-    PAIR_MAX_FRAME,
+pub use frame::{
+    decode_frame, encode_frame, frame_len, FrameError, FRAME_HEADER_LEN, MAX_FRAME, PAIR_MAX_FRAME,
 };
 pub use messages::{Digest, DocEntry, DocId, DocIndex, DocSnapshot, Hash, SyncMessage};
 pub use pair::{PairRequest, PairResponse};
