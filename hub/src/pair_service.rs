@@ -8,9 +8,9 @@
 //! addresses to retry (QUIC address validation) once the gate is half full, so spoofed
 //! packets cannot hold slots; `on_accepting` takes the slot itself, before the TLS
 //! handshake completes. A connection that does not finish its handshake, send its
-//! `Start` or poll within a few seconds is closed; frames are limited to `PAIR_MAX_FRAME`. One
-//! stream per attempt: the node sends `Start`, gets a code, then polls until the owner
-//! decides or the code expires. Every decision goes through [`DeviceRegistry`]; this
+//! `Start` or poll within a few seconds is closed; frames are limited to
+//! `PAIR_MAX_FRAME`. One stream per attempt: the node sends `Start`, gets a code, then
+//! polls until the owner decides or the code expires. Every decision goes through [`DeviceRegistry`]; this
 //! handler never keeps pairing state beyond the code of its one connection, and never
 //! spawns a task of its own.
 
@@ -52,9 +52,10 @@ impl Default for PairLimits {
     fn default() -> Self {
         Self {
             // Real pairings are rare and short. A held pairing connection costs the hub
-            // roughly 150-200 KiB (noq and iroh connection state, TLS, the task), so 128
-            // of them stay near 25 MiB; one address holds at most 4, and when the gate is
-            // full a newcomer from a less busy address takes a slot from the busiest.
+            // about 100 KiB (noq and iroh connection state, TLS, the task; measured by the
+            // flood test), so 128 of them stay near 13 MiB; one address holds at most 4,
+            // and when the gate is full a newcomer from a less busy address takes a slot
+            // from the busiest.
             total: 128,
             per_addr: 4,
             // A relayed connection has no remote IP (the relay forwards it), so relayed
