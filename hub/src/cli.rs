@@ -141,6 +141,9 @@ enum DevicesCommand {
         /// Let the device see only this project and its children (name or id).
         #[arg(long)]
         scope: Option<String>,
+        /// Approve without asking for confirmation (the device is still printed).
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Deny a pairing request.
     Deny {
@@ -240,9 +243,12 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
             let secret = registry()?.issue_ticket()?;
             let name = cli.run.name.clone();
             let ticket = PairTicket { addr, name, secret };
+            let fingerprint = hearth_net::fingerprint(ticket.addr.id.as_bytes());
             println!("{}", ticket.encode_string());
             eprintln!(
-                "On the device: hearth pair --ticket <ticket above>   (valid 24 hours, single use)"
+                "On the device: hearth pair --ticket <ticket above>   (valid 24 hours, single use)\n\
+                 It will show this hub as \"{}\" with fingerprint {fingerprint}.",
+                ticket.name
             );
         }
         Command::Chat {
@@ -293,18 +299,63 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
                 DevicesCommand::Pending => {
                     for p in reg.pending()? {
                         println!(
-                            "{}\t{}\t{}\tasked {}",
+                            "{}\t{}\tfingerprint {}\t{}\tasked {}{}",
                             p.code,
                             p.device_name,
+                            p.fingerprint,
                             p.node_id,
-                            fmt_time(Some(p.created_at))
+                            fmt_time(Some(p.created_at)),
+                            if p.previously_revoked {
+                                "\tpreviously revoked"
+                            } else {
+                                ""
+                            }
                         );
                     }
                 }
-                DevicesCommand::Approve { code, name, scope } => {
+                DevicesCommand::Approve {
+                    code,
+                    name,
+                    scope,
+                    yes,
+                } => {
+                    let req = reg.request(&code)?;
+                    println!(
+                        "approving {} ({}): \"{}\" fingerprint {} node {} asked {}",
+                        req.code,
+                        if req.previously_revoked {
+                            "PREVIOUSLY REVOKED"
+                        } else {
+                            "new device"
+                        },
+                        req.device_name,
+                        req.fingerprint,
+                        req.node_id,
+                        fmt_time(Some(req.created_at))
+                    );
+                    eprintln!(
+                        "Check that `hearth pair` on the device shows this device's fingerprint {}.",
+                        req.fingerprint
+                    );
+                    if !yes && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                        eprint!(
+                            "Approve \"{}\" ({})? [y/N] ",
+                            req.device_name, req.fingerprint
+                        );
+                        let mut answer = String::new();
+                        std::io::stdin()
+                            .read_line(&mut answer)
+                            .context("reading the answer")?;
+                        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+                            bail!("not approved: the request stays pending (deny it with `hearth-hub devices deny {}`)", req.code);
+                        }
+                    }
                     let scope = scope.map(|s| resolve_project(&home, &s)).transpose()?;
-                    let d = reg.approve(&code, name.as_deref(), scope.as_deref())?;
-                    println!("approved {} ({})", d.name, d.node_id);
+                    let d = reg.approve(&req.code, name.as_deref(), scope.as_deref())?;
+                    println!(
+                        "approved {} ({}) fingerprint {}",
+                        d.name, d.node_id, req.fingerprint
+                    );
                 }
                 DevicesCommand::Deny { code } => {
                     reg.deny(&code)?;

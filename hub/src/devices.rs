@@ -5,9 +5,13 @@
 //! hook, the `hearth-hub devices …` commands (which may run while the hub runs: SQLite
 //! serialises them) and the HTTP API. Codes are 8 characters from an alphabet without
 //! vowels or look-alikes, live 15 minutes, are single use; requests and wrong approvals
-//! are rate limited. This module never does network I/O.
+//! are rate limited. Requests are limited per key, per address ([`Origin`]) and overall,
+//! so one host cannot use up the overall budget; a ticket is reserved by the first key
+//! that starts with it, so one ticket pairs one device. This module never does network
+//! I/O and trusts nothing a requesting device says about itself beyond its name.
 
 use std::{
+    net::IpAddr,
     path::{Path, PathBuf},
     sync::{Mutex, MutexGuard},
     time::Duration,
@@ -24,6 +28,14 @@ pub const CODE_LIFETIME: Duration = Duration::from_secs(15 * 60);
 pub const TICKET_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 const WINDOW_MS: i64 = 10 * 60 * 1000;
 const MAX_REQUESTS_PER_PEER: i64 = 5;
+/// Requests per direct address (IPv4 address or IPv6 /64) per window: well under the
+/// overall budget, so one host cannot use it all up.
+const MAX_REQUESTS_PER_ADDR: i64 = 10;
+/// Requests that came through relays, together, per window. A relayed connection has no
+/// remote IP (the relay forwards it), so these share one larger bucket: a flood through
+/// relays cannot use up the budget of devices on the LAN, and one relay user cannot lock
+/// out everyone else behind the same relay beyond this bucket.
+const MAX_REQUESTS_VIA_RELAY: i64 = 30;
 const MAX_REQUESTS_OVERALL: i64 = 60;
 const WRONG_CODE_WINDOW_MS: i64 = 60 * 1000;
 const MAX_WRONG_CODES: i64 = 10;
@@ -61,6 +73,14 @@ pub enum DeviceError {
     /// The hub requires a ticket to pair.
     #[error("this hub pairs only through a ticket: ask its owner for `hearth-hub ticket`")]
     TicketRequired,
+    /// The code belongs to another key than the one the owner was shown.
+    #[error("code {code} belongs to the device with fingerprint {fingerprint}, not the one you checked: nothing was approved")]
+    Mismatch {
+        /// The code.
+        code: String,
+        /// The fingerprint of the key that asked with it.
+        fingerprint: String,
+    },
     /// No such device.
     #[error("no device {0}")]
     NoDevice(String),
@@ -70,6 +90,53 @@ pub enum DeviceError {
     /// The system's randomness failed.
     #[error("no randomness: {0}")]
     Random(String),
+}
+
+/// Where a pairing request came from, as the hub's transport saw it (never as the peer
+/// claims): the bucket its rate limits count in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// A direct path from this IP address.
+    Direct(IpAddr),
+    /// Through a relay (or a transport without an IP): no address to count by.
+    Relayed,
+}
+
+impl Origin {
+    /// The rate-limit bucket: an IPv4 address, an IPv6 /64 (one host usually owns a whole
+    /// /64, so counting single IPv6 addresses would limit nothing), or `relay`.
+    pub fn bucket(&self) -> String {
+        match self {
+            Origin::Direct(IpAddr::V4(v4)) => format!("ip4:{v4}"),
+            Origin::Direct(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+                Some(v4) => format!("ip4:{v4}"),
+                None => {
+                    let s = v6.segments();
+                    format!("ip6:{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+                }
+            },
+            Origin::Relayed => "relay".to_string(),
+        }
+    }
+
+    fn max_requests(&self) -> i64 {
+        match self {
+            Origin::Direct(_) => MAX_REQUESTS_PER_ADDR,
+            Origin::Relayed => MAX_REQUESTS_VIA_RELAY,
+        }
+    }
+}
+
+/// What a `Start` leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartOutcome {
+    /// The key is already a paired, unrevoked device: nothing to approve; its scope.
+    AlreadyPaired {
+        /// The device's project scope (`None`: everything).
+        scope: Option<String>,
+    },
+    /// A request waits for the owner (new, or the key's pending one).
+    Pending(PendingRequest),
 }
 
 /// A paired device.
@@ -104,6 +171,11 @@ pub struct PendingRequest {
     pub created_at: i64,
     /// When the code expires, ms.
     pub expires_at: i64,
+    /// Short fingerprint of the requesting key (`hearth_net::fingerprint`), as the
+    /// device's `hearth pair` prints it.
+    pub fingerprint: String,
+    /// The key was paired once and revoked: the owner should know before approving.
+    pub previously_revoked: bool,
 }
 
 /// The state of a pairing request, as its node's poll sees it.
@@ -179,7 +251,8 @@ fn new_code() -> Result<String, DeviceError> {
 }
 
 /// Numbered migrations of `hub.db`; `PRAGMA user_version` counts those applied.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE IF NOT EXISTS devices (
     node_id TEXT PRIMARY KEY NOT NULL,
     name TEXT NOT NULL,
@@ -210,15 +283,28 @@ CREATE TABLE IF NOT EXISTS approve_attempts (
     at INTEGER NOT NULL,
     ok INTEGER NOT NULL
 );
-"];
+",
+    "
+ALTER TABLE pair_requests ADD COLUMN origin TEXT;
+CREATE INDEX IF NOT EXISTS pair_requests_origin ON pair_requests(origin, created_at);
+ALTER TABLE tickets ADD COLUMN reserved_by TEXT;
+",
+];
+
+/// Columns [`pending_from_row`] reads, over `pair_requests r LEFT JOIN devices d`.
+const PENDING_COLUMNS: &str = "r.code, r.node_id, r.device_name, r.created_at, r.expires_at,
+    d.revoked_at IS NOT NULL";
 
 fn pending_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<PendingRequest> {
+    let node_id: String = r.get(1)?;
     Ok(PendingRequest {
         code: r.get(0)?,
-        node_id: r.get(1)?,
+        fingerprint: hearth_net::fingerprint_of_id(&node_id).unwrap_or_else(|| "?".into()),
+        node_id,
         device_name: r.get(2)?,
         created_at: r.get(3)?,
         expires_at: r.get(4)?,
+        previously_revoked: r.get::<_, Option<bool>>(5)?.unwrap_or(false),
     })
 }
 
@@ -338,15 +424,19 @@ impl DeviceRegistry {
         Ok(secret)
     }
 
-    /// Opens a pairing request for `node`, or returns its pending one; rate limited per
-    /// node and overall.
+    /// Answers a `Start` from `node`: a paired key learns its scope; otherwise opens a
+    /// pairing request, or returns the key's pending one. Rate limited per key, per
+    /// [`Origin`] bucket and overall; a ticket is reserved for `node` here, in the same
+    /// transaction, so two keys racing with one ticket cannot both get a code (the ticket
+    /// stays reserved if the owner denies the request: ask for a new one).
     pub fn start_pair(
         &self,
         node: &EndpointId,
         device_name: &str,
         ticket: Option<[u8; 16]>,
         require_ticket: bool,
-    ) -> Result<PendingRequest, DeviceError> {
+        origin: Origin,
+    ) -> Result<StartOutcome, DeviceError> {
         let name = device_name.trim();
         if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
             return Err(DeviceError::Invalid(
@@ -354,14 +444,26 @@ impl DeviceRegistry {
             ));
         }
         let now = now_ms();
+        let node_text = node.to_string();
         let mut conn = self.lock();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let paired: Option<Option<String>> = tx
+            .query_row(
+                "SELECT scope FROM devices WHERE node_id = ?1 AND revoked_at IS NULL",
+                [&node_text],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(scope) = paired {
+            return Ok(StartOutcome::AlreadyPaired { scope });
+        }
         match ticket {
             Some(secret) => {
                 let valid: Option<i64> = tx
                     .query_row(
-                        "SELECT 1 FROM tickets WHERE secret = ?1 AND used_at IS NULL AND expires_at > ?2",
-                        params![&secret[..], now],
+                        "SELECT 1 FROM tickets WHERE secret = ?1 AND used_at IS NULL AND expires_at > ?2
+                         AND (reserved_by IS NULL OR reserved_by = ?3)",
+                        params![&secret[..], now, node_text],
                         |r| r.get(0),
                     )
                     .optional()?;
@@ -374,19 +476,27 @@ impl DeviceRegistry {
         }
         let pending = tx
             .query_row(
-                "SELECT code, node_id, device_name, created_at, expires_at FROM pair_requests
-                 WHERE node_id = ?1 AND state = 'pending' AND expires_at > ?2",
-                params![node.to_string(), now],
+                &format!(
+                    "SELECT {PENDING_COLUMNS} FROM pair_requests r LEFT JOIN devices d ON d.node_id = r.node_id
+                     WHERE r.node_id = ?1 AND r.state = 'pending' AND r.expires_at > ?2"
+                ),
+                params![node_text, now],
                 pending_from_row,
             )
             .optional()?;
         if let Some(p) = pending {
-            return Ok(p);
+            return Ok(StartOutcome::Pending(p));
         }
         let since = now - WINDOW_MS;
         let per_peer: i64 = tx.query_row(
             "SELECT count(*) FROM pair_requests WHERE node_id = ?1 AND created_at > ?2",
-            params![node.to_string(), since],
+            params![node_text, since],
+            |r| r.get(0),
+        )?;
+        let bucket = origin.bucket();
+        let per_origin: i64 = tx.query_row(
+            "SELECT count(*) FROM pair_requests WHERE origin = ?1 AND created_at > ?2",
+            params![bucket, since],
             |r| r.get(0),
         )?;
         let overall: i64 = tx.query_row(
@@ -394,26 +504,79 @@ impl DeviceRegistry {
             [since],
             |r| r.get(0),
         )?;
-        if per_peer >= MAX_REQUESTS_PER_PEER || overall >= MAX_REQUESTS_OVERALL {
+        if per_peer >= MAX_REQUESTS_PER_PEER
+            || per_origin >= origin.max_requests()
+            || overall >= MAX_REQUESTS_OVERALL
+        {
             return Err(DeviceError::Throttled {
                 retry_after_secs: (WINDOW_MS / 1000) as u32,
             });
         }
+        if let Some(secret) = ticket {
+            tx.execute(
+                "UPDATE tickets SET reserved_by = ?2 WHERE secret = ?1",
+                params![&secret[..], node_text],
+            )?;
+        }
+        let previously_revoked = tx
+            .query_row(
+                "SELECT 1 FROM devices WHERE node_id = ?1 AND revoked_at IS NOT NULL",
+                [&node_text],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()?
+            .is_some();
         let code = format_code(&new_code()?);
         let expires_at = now + CODE_LIFETIME.as_millis() as i64;
         tx.execute(
-            "INSERT INTO pair_requests (code, node_id, device_name, created_at, expires_at, state, ticket)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6)",
-            params![code, node.to_string(), name, now, expires_at, ticket.map(|t| t.to_vec())],
+            "INSERT INTO pair_requests (code, node_id, device_name, created_at, expires_at, state, ticket, origin)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7)",
+            params![code, node_text, name, now, expires_at, ticket.map(|t| t.to_vec()), bucket],
         )?;
         tx.commit()?;
-        Ok(PendingRequest {
+        Ok(StartOutcome::Pending(PendingRequest {
             code,
-            node_id: node.to_string(),
+            fingerprint: hearth_net::fingerprint(node.as_bytes()),
+            node_id: node_text,
             device_name: name.to_string(),
             created_at: now,
             expires_at,
-        })
+            previously_revoked,
+        }))
+    }
+
+    /// The pending request with `code`, for the owner to check which device it is before
+    /// approving it. An unknown code counts as a wrong attempt, like a wrong approval.
+    pub fn request(&self, input: &str) -> Result<PendingRequest, DeviceError> {
+        let code = format_code(&normalize_code(input));
+        let now = now_ms();
+        let conn = self.lock();
+        self.throttle_wrong(&conn)?;
+        let row = conn
+            .query_row(
+                &format!(
+                    "SELECT {PENDING_COLUMNS}, r.state FROM pair_requests r
+                     LEFT JOIN devices d ON d.node_id = r.node_id WHERE r.code = ?1"
+                ),
+                [&code],
+                |r| Ok((pending_from_row(r)?, r.get::<_, String>(6)?)),
+            )
+            .optional()?;
+        match row {
+            None => {
+                conn.execute(
+                    "INSERT INTO approve_attempts (at, ok) VALUES (?1, 0)",
+                    [now],
+                )?;
+                Err(DeviceError::WrongCode(code))
+            }
+            Some((_, state)) if state == "approved" || state == "used" => {
+                Err(DeviceError::Used(code))
+            }
+            Some((_, state)) if state == "denied" => Err(DeviceError::Denied(code)),
+            Some((p, _)) if p.expires_at <= now => Err(DeviceError::Expired(code)),
+            Some((p, _)) => Ok(p),
+        }
     }
 
     /// What the owner decided about `node`'s request `code`.
@@ -607,10 +770,10 @@ impl DeviceRegistry {
     /// Pending requests, oldest first.
     pub fn pending(&self) -> Result<Vec<PendingRequest>, DeviceError> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT code, node_id, device_name, created_at, expires_at FROM pair_requests
-             WHERE state = 'pending' AND expires_at > ?1 ORDER BY created_at",
-        )?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {PENDING_COLUMNS} FROM pair_requests r LEFT JOIN devices d ON d.node_id = r.node_id
+             WHERE r.state = 'pending' AND r.expires_at > ?1 ORDER BY r.created_at"
+        ))?;
         let rows = stmt
             .query_map([now_ms()], pending_from_row)?
             .collect::<Result<_, _>>()?;
@@ -652,6 +815,34 @@ impl DeviceRegistry {
 mod tests {
     use super::*;
     use iroh::SecretKey;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    const LAN: Origin = Origin::Direct(IpAddr::V4(Ipv4Addr::new(192, 168, 1, 20)));
+
+    /// `start_pair` from the LAN, expecting a code.
+    fn start(
+        r: &DeviceRegistry,
+        node: &EndpointId,
+        name: &str,
+        ticket: Option<[u8; 16]>,
+        require_ticket: bool,
+    ) -> Result<PendingRequest, DeviceError> {
+        start_from(r, node, name, ticket, require_ticket, LAN)
+    }
+
+    fn start_from(
+        r: &DeviceRegistry,
+        node: &EndpointId,
+        name: &str,
+        ticket: Option<[u8; 16]>,
+        require_ticket: bool,
+        origin: Origin,
+    ) -> Result<PendingRequest, DeviceError> {
+        match r.start_pair(node, name, ticket, require_ticket, origin)? {
+            StartOutcome::Pending(p) => Ok(p),
+            other => panic!("expected a code, got {other:?}"),
+        }
+    }
 
     fn registry() -> (tempfile::TempDir, DeviceRegistry) {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -674,12 +865,10 @@ mod tests {
     fn approve_flow_and_distinct_refusals() {
         let (_d, r) = registry();
         let node = SecretKey::generate().public();
-        let req = r.start_pair(&node, "laptop", None, false).expect("start");
+        let req = start(&r, &node, "laptop", None, false).expect("start");
         // Asking again returns the same pending code.
         assert_eq!(
-            r.start_pair(&node, "laptop", None, false)
-                .expect("again")
-                .code,
+            start(&r, &node, "laptop", None, false).expect("again").code,
             req.code
         );
         assert_eq!(
@@ -703,7 +892,7 @@ mod tests {
         assert!(matches!(err, DeviceError::Used(_)), "{err}");
 
         let other = SecretKey::generate().public();
-        let req2 = r.start_pair(&other, "phone", None, false).expect("start");
+        let req2 = start(&r, &other, "phone", None, false).expect("start");
         r.deny(&req2.code).expect("deny");
         assert_eq!(r.poll(&other, &req2.code).expect("poll"), PollState::Denied);
         let err = r.approve(&req2.code, None, None).expect_err("denied");
@@ -718,7 +907,7 @@ mod tests {
     fn expired_codes_and_tickets() {
         let (_d, r) = registry();
         let node = SecretKey::generate().public();
-        let req = r.start_pair(&node, "laptop", None, false).expect("start");
+        let req = start(&r, &node, "laptop", None, false).expect("start");
         r.lock()
             .execute("UPDATE pair_requests SET expires_at = 0", [])
             .expect("age it");
@@ -727,22 +916,20 @@ mod tests {
         assert_eq!(r.poll(&node, &req.code).expect("poll"), PollState::Expired);
 
         assert!(matches!(
-            r.start_pair(&node, "x", None, true),
+            start(&r, &node, "x", None, true),
             Err(DeviceError::TicketRequired)
         ));
         assert!(matches!(
-            r.start_pair(&node, "x", Some([9; 16]), false),
+            start(&r, &node, "x", Some([9; 16]), false),
             Err(DeviceError::BadTicket)
         ));
         let secret = r.issue_ticket().expect("ticket");
-        let req = r
-            .start_pair(&node, "x", Some(secret), true)
-            .expect("with ticket");
+        let req = start(&r, &node, "x", Some(secret), true).expect("with ticket");
         r.approve(&req.code, None, None).expect("approve");
         let again = SecretKey::generate().public();
         assert!(
             matches!(
-                r.start_pair(&again, "y", Some(secret), false),
+                start(&r, &again, "y", Some(secret), false),
                 Err(DeviceError::BadTicket)
             ),
             "single use"
@@ -764,7 +951,7 @@ mod tests {
         ));
         let node = SecretKey::generate().public();
         for i in 0..MAX_REQUESTS_PER_PEER {
-            let req = r.start_pair(&node, "n", None, false).expect("start");
+            let req = start(&r, &node, "n", None, false).expect("start");
             r.lock()
                 .execute(
                     "UPDATE pair_requests SET state = 'denied' WHERE code = ?1",
@@ -774,7 +961,180 @@ mod tests {
             assert!(i < MAX_REQUESTS_PER_PEER);
         }
         assert!(matches!(
-            r.start_pair(&node, "n", None, false),
+            start(&r, &node, "n", None, false),
+            Err(DeviceError::Throttled { .. })
+        ));
+    }
+
+    #[test]
+    fn one_ticket_pairs_one_device() {
+        let (_d, r) = registry();
+        let secret = r.issue_ticket().expect("ticket");
+        let first = SecretKey::generate().public();
+        let second = SecretKey::generate().public();
+        let req = start(&r, &first, "laptop", Some(secret), true).expect("first");
+        // Reserved at Start, long before the owner approves: a second key is refused.
+        assert!(matches!(
+            start(&r, &second, "intruder", Some(secret), true),
+            Err(DeviceError::BadTicket)
+        ));
+        // The key that holds the reservation may ask again (say, after a lost connection).
+        assert_eq!(
+            start(&r, &first, "laptop", Some(secret), true)
+                .expect("again")
+                .code,
+            req.code
+        );
+
+        // Racing: many keys start at once with one fresh ticket; exactly one gets a code.
+        let r = std::sync::Arc::new(r);
+        let secret = r.issue_ticket().expect("ticket");
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let (r, barrier) = (r.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let key = SecretKey::generate().public();
+                    let origin = Origin::Direct(IpAddr::V4(Ipv4Addr::new(10, 0, 0, i as u8 + 1)));
+                    barrier.wait();
+                    r.start_pair(&key, "racer", Some(secret), true, origin)
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect();
+        let won = results
+            .iter()
+            .filter(|x| matches!(x, Ok(StartOutcome::Pending(_))))
+            .count();
+        let lost = results
+            .iter()
+            .filter(|x| matches!(x, Err(DeviceError::BadTicket)))
+            .count();
+        assert_eq!((won, lost), (1, 7), "{results:?}");
+    }
+
+    #[test]
+    fn one_host_cannot_lock_out_pairing() {
+        let (_d, r) = registry();
+        let host = Origin::Direct(IpAddr::V4(Ipv4Addr::new(192, 168, 1, 66)));
+        // One host with many keys uses up its own budget, not everyone's.
+        for _ in 0..MAX_REQUESTS_PER_ADDR {
+            start_from(
+                &r,
+                &SecretKey::generate().public(),
+                "bot",
+                None,
+                false,
+                host,
+            )
+            .expect("within the host's budget");
+        }
+        assert!(matches!(
+            r.start_pair(&SecretKey::generate().public(), "bot", None, false, host),
+            Err(DeviceError::Throttled { .. })
+        ));
+        // Every address of one IPv6 /64 is the same host.
+        let v6 = |last: u16| {
+            Origin::Direct(IpAddr::V6(Ipv6Addr::new(
+                0x2001, 0xdb8, 1, 2, 0, 0, 0, last,
+            )))
+        };
+        assert_eq!(v6(1).bucket(), v6(0xffff).bucket());
+        for i in 0..MAX_REQUESTS_PER_ADDR {
+            start_from(
+                &r,
+                &SecretKey::generate().public(),
+                "bot6",
+                None,
+                false,
+                v6(i as u16 + 1),
+            )
+            .expect("within the /64's budget");
+        }
+        assert!(matches!(
+            r.start_pair(
+                &SecretKey::generate().public(),
+                "bot6",
+                None,
+                false,
+                v6(999)
+            ),
+            Err(DeviceError::Throttled { .. })
+        ));
+        // IPv4-mapped IPv6 counts as the IPv4 host.
+        let mapped = Origin::Direct(IpAddr::V6(Ipv4Addr::new(192, 168, 1, 66).to_ipv6_mapped()));
+        assert_eq!(mapped.bucket(), host.bucket());
+        // Another device on the LAN and one through a relay still get codes.
+        start(&r, &SecretKey::generate().public(), "laptop", None, false).expect("LAN device");
+        start_from(
+            &r,
+            &SecretKey::generate().public(),
+            "phone",
+            None,
+            false,
+            Origin::Relayed,
+        )
+        .expect("relayed device");
+    }
+
+    #[test]
+    fn revoked_key_is_flagged() {
+        let (_d, r) = registry();
+        let node = SecretKey::generate().public();
+        let req = start(&r, &node, "laptop", None, false).expect("start");
+        assert!(!req.previously_revoked);
+        r.approve(&req.code, None, None).expect("approve");
+        r.revoke(&node.to_string()).expect("revoke");
+        let again = start(&r, &node, "laptop", None, false).expect("asks again");
+        assert!(again.previously_revoked);
+        assert_eq!(again.fingerprint, hearth_net::fingerprint(node.as_bytes()));
+        let listed = r.pending().expect("pending");
+        assert_eq!(listed.len(), 1);
+        assert!(listed[0].previously_revoked);
+        assert!(r.request(&again.code).expect("request").previously_revoked);
+    }
+
+    #[test]
+    fn paired_key_start_returns_its_scope() {
+        let (_d, r) = registry();
+        let node = SecretKey::generate().public();
+        r.add(&node, "laptop", Some("project-1")).expect("add");
+        assert_eq!(
+            r.start_pair(&node, "laptop", None, true, LAN)
+                .expect("start"),
+            StartOutcome::AlreadyPaired {
+                scope: Some("project-1".into())
+            }
+        );
+        let whole = SecretKey::generate().public();
+        r.add(&whole, "desktop", None).expect("add");
+        assert_eq!(
+            r.start_pair(&whole, "desktop", None, false, LAN)
+                .expect("start"),
+            StartOutcome::AlreadyPaired { scope: None }
+        );
+    }
+
+    #[test]
+    fn request_shows_the_device_and_counts_wrong_codes() {
+        let (_d, r) = registry();
+        let node = SecretKey::generate().public();
+        let req = start(&r, &node, "Ada's laptop", None, false).expect("start");
+        let seen = r.request(&req.code.to_lowercase()).expect("request");
+        assert_eq!(seen.device_name, "Ada's laptop");
+        assert_eq!(seen.node_id, node.to_string());
+        assert_eq!(seen.fingerprint, hearth_net::fingerprint(node.as_bytes()));
+        for _ in 0..MAX_WRONG_CODES {
+            assert!(matches!(
+                r.request("ZZZZ-ZZZZ"),
+                Err(DeviceError::WrongCode(_))
+            ));
+        }
+        assert!(matches!(
+            r.request(&req.code),
             Err(DeviceError::Throttled { .. })
         ));
     }

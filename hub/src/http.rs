@@ -49,6 +49,7 @@ impl IntoResponse for ApiError {
             DeviceError::Invalid(_) | DeviceError::BadTicket | DeviceError::TicketRequired => {
                 StatusCode::BAD_REQUEST
             }
+            DeviceError::Mismatch { .. } => StatusCode::CONFLICT,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         (
@@ -71,6 +72,8 @@ async fn blocking<T: Send + 'static>(
 #[derive(Serialize)]
 struct DeviceDto {
     node_id: String,
+    /// `hearth_net::fingerprint` of the key: what the device's `hearth pair` shows.
+    fingerprint: String,
     name: String,
     scope: Option<String>,
     paired_at: i64,
@@ -86,6 +89,7 @@ fn dto(d: Device, tracker: &ConnectionTracker) -> DeviceDto {
         .map(|id| tracker.is_online(&id))
         .unwrap_or(false);
     DeviceDto {
+        fingerprint: hearth_net::fingerprint_of_id(&d.node_id).unwrap_or_default(),
         node_id: d.node_id,
         name: d.name,
         scope: d.scope,
@@ -113,6 +117,7 @@ async fn pending(State(s): State<AppState>) -> Result<Json<serde_json::Value>, A
         .into_iter()
         .map(|p| {
             serde_json::json!({ "code": p.code, "node_id": p.node_id, "device_name": p.device_name,
+                                "fingerprint": p.fingerprint, "previously_revoked": p.previously_revoked,
                                 "created_at": p.created_at, "expires_at": p.expires_at })
         })
         .collect();
@@ -127,6 +132,9 @@ struct Decision {
     code: String,
     name: Option<String>,
     scope: Option<String>,
+    /// When given, approve only if the code belongs to the key with this fingerprint
+    /// (what the UI showed the owner); otherwise 409 and nothing changes.
+    fingerprint: Option<String>,
 }
 
 async fn approve(
@@ -141,8 +149,19 @@ async fn approve(
         }
     }
     let reg = s.registry.clone();
-    let device =
-        blocking(move || reg.approve(&d.code, d.name.as_deref(), d.scope.as_deref())).await?;
+    let device = blocking(move || {
+        if let Some(want) = &d.fingerprint {
+            let req = reg.request(&d.code)?;
+            if !req.fingerprint.eq_ignore_ascii_case(want.trim()) {
+                return Err(DeviceError::Mismatch {
+                    code: req.code,
+                    fingerprint: req.fingerprint,
+                });
+            }
+        }
+        reg.approve(&d.code, d.name.as_deref(), d.scope.as_deref())
+    })
+    .await?;
     Ok(Json(dto(device, &s.tracker)))
 }
 

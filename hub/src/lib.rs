@@ -179,7 +179,9 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         settings.name.clone(),
         settings.pair_require_ticket,
     );
-    let mut router = Router::builder(endpoint);
+    let mut router = Router::builder(endpoint)
+        // Turns away pairing floods at their first packet; other ALPNs pass.
+        .incoming_filter(pair.incoming_filter());
     for alpn in sync_alpns {
         router = router.accept(alpn, sync.clone());
     }

@@ -9,6 +9,7 @@
 //!   session over a QUIC connection; the unversioned `hearth/versions` exchange;
 //! - [`discovery`]: mDNS advertising and browsing (optional, never fatal);
 //! - [`ticket`]: the pair ticket for first contact from anywhere;
+//! - [`fingerprint`]: the short key fingerprint people compare when pairing;
 //! - [`shutdown_signal`]: the daemons' stop signal.
 //!
 //! Architecture Invariant: this crate decides nothing about who may connect; the hub's
@@ -17,11 +18,13 @@
 pub mod discovery;
 pub mod endpoint;
 pub mod files;
+pub mod fingerprint;
 pub mod identity;
 pub mod sync_conn;
 pub mod ticket;
 
 pub use endpoint::{bind_endpoint, NetError, NetSettings, NoHooks, RelaySetting};
+pub use fingerprint::{fingerprint, fingerprint_of_id};
 pub use identity::{load_or_create_secret_key, IdentityError};
 pub use sync_conn::{
     accept_sync, answer_versions, ask_versions, connect_sync, dial_sync, run_dialed_sync,

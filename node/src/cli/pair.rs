@@ -1,4 +1,8 @@
 //! `hearth pair` and `hearth discover`: find the hub and pair with a device code.
+//!
+//! Shows the hub's name and key fingerprint and this device's own fingerprint, so the
+//! owner can check both ends (`hearth-hub ticket` and `hearth-hub devices approve` print
+//! the same fingerprints). Never pins a hub the pairing client did not accept.
 
 use std::{net::SocketAddr, path::Path, time::Duration};
 
@@ -42,11 +46,11 @@ pub(crate) async fn discover_cmd(secs: u64) -> anyhow::Result<()> {
 }
 
 pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> {
-    let (hub, secret) = match &args.ticket {
+    let (hub, secret, announced_name) = match &args.ticket {
         Some(text) => {
             let t = PairTicket::decode_string(text.trim())
                 .context("this is not a Hearth pair ticket")?;
-            (t.addr, Some(t.secret))
+            (t.addr, Some(t.secret), t.name)
         }
         None => {
             let secs = args.discover_secs;
@@ -73,17 +77,36 @@ pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> 
             for a in h.addrs {
                 addr = addr.with_ip_addr(a);
             }
-            (addr, None)
+            (addr, None, h.name)
         }
     };
     let secret_key = hearth_net::load_or_create_secret_key(&home.join("secret.key"))?;
+    let own_fingerprint = hearth_net::fingerprint(secret_key.public().as_bytes());
+    let hub_fingerprint = hearth_net::fingerprint(hub.id.as_bytes());
+    let announced_name: String = announced_name
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect();
+    // Believe "already paired" without a code only from the hub this node pinned before.
+    let hub_pinned = NodeConfig::load(home)?
+        .hub
+        .is_some_and(|h| h.id == hub.id.to_string());
     let net = NetSettings {
         bind: "0.0.0.0:0".parse()?,
         relay: args.relay,
     };
     let endpoint = hearth_net::bind_endpoint(secret_key, &net, Vec::new(), None::<NoHooks>).await?;
-    println!("hearth pair hub={}", hub.id);
-    let paired = hearth_node_pair(&endpoint, hub.clone(), &args.name, secret).await;
+    println!(
+        "hearth pair hub={} hub_fingerprint={hub_fingerprint} fingerprint={own_fingerprint}",
+        hub.id
+    );
+    eprintln!(
+        "Pairing with hub \"{announced_name}\", fingerprint {hub_fingerprint}.\n\
+         This device is \"{}\", fingerprint {own_fingerprint}: the hub shows it when you approve.",
+        args.name
+    );
+    let paired = hearth_node_pair(&endpoint, hub.clone(), &args.name, secret, hub_pinned).await;
     endpoint.close().await;
     let paired = paired?;
     let addrs: Vec<SocketAddr> = hub
@@ -103,10 +126,18 @@ pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> 
     });
     config.scope = paired.scope.clone();
     config.save(home)?;
-    println!("hearth paired hub={} name={}", hub.id, paired.hub_name);
+    println!(
+        "hearth paired hub={} name={} hub_fingerprint={hub_fingerprint}",
+        hub.id, paired.hub_name
+    );
     eprintln!(
-        "Paired with {}. Run `hearth run` to keep this device in sync.",
-        paired.hub_name
+        "Paired with \"{}\" (fingerprint {hub_fingerprint}){}. Run `hearth run` to keep this device in sync.",
+        paired.hub_name,
+        paired
+            .scope
+            .as_deref()
+            .map(|s| format!(", scoped to project {s}"))
+            .unwrap_or_default()
     );
     Ok(())
 }
@@ -116,8 +147,9 @@ async fn hearth_node_pair(
     hub: EndpointAddr,
     name: &str,
     secret: Option<[u8; 16]>,
+    hub_pinned: bool,
 ) -> anyhow::Result<crate::pair::Paired> {
-    Ok(crate::pair::request_pairing(endpoint, hub, name, secret, |code, expires| {
+    Ok(crate::pair::request_pairing(endpoint, hub, name, secret, hub_pinned, |code, expires| {
         println!("hearth pair code={code} expires_in={expires}");
         eprintln!(
             "\n  Pairing code: {code}\n\n  Approve it on the hub: hearth-hub devices approve {code}\n  (or in the hub's web UI). The code expires in {} minutes.\n",

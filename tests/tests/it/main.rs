@@ -6,6 +6,7 @@ mod agent;
 mod bad_frames;
 mod crash;
 mod lan;
+mod pair_flood;
 mod pairing;
 mod replication;
 mod scope;

@@ -44,6 +44,29 @@ fn pair_through_a_ticket_then_sync_by_node_id_alone() -> anyhow::Result<()> {
         pending.contains(&code) && pending.contains("laptop"),
         "{pending}"
     );
+    // Both sides show the same fingerprint of the device's key, and the hub's.
+    let intro = pairing
+        .stdout_lines()
+        .into_iter()
+        .find(|l| l.starts_with("hearth pair hub="))
+        .ok_or_else(|| anyhow::anyhow!("no intro line"))?;
+    let field = |k: &str| {
+        intro
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .map(str::to_string)
+            .ok_or_else(|| anyhow::anyhow!("{k} missing in {intro}"))
+    };
+    let fingerprint = field("fingerprint=")?;
+    assert_eq!(
+        Some(fingerprint.clone()),
+        hearth_net::fingerprint_of_id(&laptop.id)
+    );
+    assert!(pending.contains(&fingerprint), "{pending}");
+    assert_eq!(
+        Some(field("hub_fingerprint=")?),
+        hearth_net::fingerprint_of_id(&hub.id)
+    );
     // The owner approves through the HTTP API, as the UI will.
     let http = hub.http.ok_or_else(|| anyhow::anyhow!("no HTTP"))?;
     let (status, body) = http_request(
@@ -56,6 +79,10 @@ fn pair_through_a_ticket_then_sync_by_node_id_alone() -> anyhow::Result<()> {
         )),
     )?;
     assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(&fingerprint),
+        "the answer names the device: {body}"
+    );
     let paired = pairing.wait_line(Duration::from_secs(10), |l| l.starts_with("hearth paired"))?;
     assert!(paired.contains(&hub.id), "{paired}");
     eventually(Duration::from_secs(5), || Ok(!pairing.is_running()))?;
