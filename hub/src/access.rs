@@ -1,10 +1,16 @@
 //! Who may connect, and cutting off those who may no longer.
 //!
-//! [`AccessHook`] runs right after the TLS handshake: `hearth/sync/1` and `hearth/rpc/1`
-//! are refused (QUIC close 403 with a reason the device shows) unless the key is a paired,
-//! unrevoked device in the [`DeviceRegistry`]; `hearth/pair/1` is open to anyone.
-//! [`ConnectionTracker`] knows every open device connection, so a revocation (from the
-//! API, or from `hearth-hub devices revoke` in another process) closes them at once.
+//! [`AccessHook`] runs right after the TLS handshake and denies by default: only
+//! `hearth/pair/N` and the unversioned `hearth/versions` are open to any key; every other
+//! ALPN (sync and rpc of any version, and whatever a later version adds) is refused (QUIC
+//! close 403 with a reason the device shows) unless the key is a paired, unrevoked device
+//! in the [`DeviceRegistry`].
+//!
+//! [`ConnectionTracker`] knows every open sync session and the scope it was started
+//! with: a device has at most one (the newest replaces an older one, which after a sleep
+//! or a change of network is dead but not yet timed out), a revocation closes it at once,
+//! and [`watch_devices`] closes it when the device's scope changes, so the device
+//! reconnects under its new scope.
 
 use std::{
     collections::HashMap,
@@ -12,7 +18,7 @@ use std::{
     time::Duration,
 };
 
-use hearth_protocol::{ALPN_RPC, ALPN_SYNC};
+use hearth_protocol::{alpn_version, Family, ALPN_VERSIONS};
 use iroh::{
     endpoint::{AfterHandshakeOutcome, Connection, EndpointHooks},
     EndpointId,
@@ -24,6 +30,13 @@ use crate::devices::DeviceRegistry;
 pub const CLOSE_NOT_ALLOWED: u32 = 403;
 /// Reason sent to a device that was never paired.
 pub const NOT_PAIRED_REASON: &[u8] = b"not paired: run `hearth pair` on this device";
+/// QUIC application close code for a session replaced or restarted by the hub; the
+/// device reconnects.
+pub const CLOSE_RESTART: u32 = 409;
+/// Reason sent when a newer session of the same device replaces an older one.
+pub const REPLACED_REASON: &[u8] = b"replaced by a newer session of this device";
+/// Reason sent when the owner changed what the device may see.
+pub const SCOPE_CHANGED_REASON: &[u8] = b"this device's scope changed; reconnecting";
 /// Reason sent to a revoked device.
 pub const REVOKED_REASON: &[u8] =
     b"revoked: the hub's owner revoked this device; run `hearth pair` to ask again";
@@ -44,7 +57,7 @@ impl AccessHook {
 impl EndpointHooks for AccessHook {
     async fn after_handshake<'a>(&'a self, conn: &'a Connection) -> AfterHandshakeOutcome {
         let alpn = conn.alpn();
-        if alpn != ALPN_SYNC && alpn != ALPN_RPC {
+        if alpn_version(Family::Pair, alpn).is_some() || alpn == ALPN_VERSIONS {
             return AfterHandshakeOutcome::Accept;
         }
         let peer = conn.remote_id();
@@ -78,31 +91,39 @@ impl EndpointHooks for AccessHook {
     }
 }
 
-/// Open connections per device.
+/// The open sync session of each device, with the scope it runs under.
 #[derive(Debug, Default)]
 pub struct ConnectionTracker {
-    open: Mutex<HashMap<EndpointId, Vec<Connection>>>,
+    open: Mutex<HashMap<EndpointId, (Connection, Option<String>)>>,
 }
 
 impl ConnectionTracker {
-    /// Records an open connection.
-    pub fn add(&self, conn: &Connection) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        open.entry(conn.remote_id()).or_default().push(conn.clone());
-    }
-
-    /// Forgets a closed connection.
-    pub fn remove(&self, conn: &Connection) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(list) = open.get_mut(&conn.remote_id()) {
-            list.retain(|c| c.stable_id() != conn.stable_id());
-            if list.is_empty() {
-                open.remove(&conn.remote_id());
+    /// Records the newest session of a device, closing the one it replaces.
+    pub fn add(&self, conn: &Connection, scope: Option<String>) {
+        let old = {
+            let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+            open.insert(conn.remote_id(), (conn.clone(), scope))
+        };
+        if let Some((old, _)) = old {
+            if old.stable_id() != conn.stable_id() {
+                tracing::info!(peer = %conn.remote_id(), "a newer session replaces the device's older one");
+                old.close(CLOSE_RESTART.into(), REPLACED_REASON);
             }
         }
     }
 
-    /// Whether the device has an open connection.
+    /// Forgets a closed session (unless a newer one has replaced it already).
+    pub fn remove(&self, conn: &Connection) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open
+            .get(&conn.remote_id())
+            .is_some_and(|(c, _)| c.stable_id() == conn.stable_id())
+        {
+            open.remove(&conn.remote_id());
+        }
+    }
+
+    /// Whether the device has an open session.
     pub fn is_online(&self, id: &EndpointId) -> bool {
         self.open
             .lock()
@@ -110,32 +131,43 @@ impl ConnectionTracker {
             .unwrap_or(false)
     }
 
-    /// Closes every connection of `id`.
+    /// Closes the session of `id` with a 403 and `reason`; returns how many it closed.
     pub fn close(&self, id: &EndpointId, reason: &[u8]) -> usize {
-        let conns = self
-            .open
-            .lock()
-            .map(|mut o| o.remove(id).unwrap_or_default())
-            .unwrap_or_default();
-        for c in &conns {
-            c.close(CLOSE_NOT_ALLOWED.into(), reason);
-        }
-        conns.len()
+        self.close_with(id, CLOSE_NOT_ALLOWED, reason)
     }
 
-    fn online(&self) -> Vec<EndpointId> {
+    fn close_with(&self, id: &EndpointId, code: u32, reason: &[u8]) -> usize {
+        let conn = self
+            .open
+            .lock()
+            .map(|mut o| o.remove(id))
+            .unwrap_or_default();
+        match conn {
+            Some((c, _)) => {
+                c.close(code.into(), reason);
+                1
+            }
+            None => 0,
+        }
+    }
+
+    fn online(&self) -> Vec<(EndpointId, Option<String>)> {
         self.open
             .lock()
-            .map(|o| o.keys().copied().collect())
+            .map(|o| {
+                o.iter()
+                    .map(|(id, (_, scope))| (*id, scope.clone()))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
 
-/// Closes the connections of devices that are no longer allowed (revoked by any
-/// process: the API, or `hearth-hub devices revoke` in another process). Checks the online
-/// devices every 200 ms, so a revoked device is cut off well within a second. Runs until
-/// `stop` flips.
-pub async fn watch_revocations(
+/// Closes the sessions of devices that are no longer allowed (revoked by any process:
+/// the API, or `hearth-hub devices revoke` in another process) and restarts those whose
+/// scope changed. Checks the online devices every 200 ms, so either takes effect well
+/// within a second. Runs until `stop` flips.
+pub async fn watch_devices(
     registry: Arc<DeviceRegistry>,
     tracker: Arc<ConnectionTracker>,
     mut stop: tokio::sync::watch::Receiver<bool>,
@@ -150,21 +182,28 @@ pub async fn watch_revocations(
             continue;
         }
         let reg = registry.clone();
-        let gone = tokio::task::spawn_blocking(move || -> Result<Vec<EndpointId>, String> {
-            let mut gone = Vec::new();
-            for id in online {
+        type Verdicts = (Vec<EndpointId>, Vec<EndpointId>);
+        let verdicts = tokio::task::spawn_blocking(move || -> Result<Verdicts, String> {
+            let (mut gone, mut rescoped) = (Vec::new(), Vec::new());
+            for (id, scope) in online {
                 if !reg.is_allowed(&id).map_err(|e| e.to_string())? {
                     gone.push(id);
+                } else if reg.scope_of(&id).map_err(|e| e.to_string())? != scope {
+                    rescoped.push(id);
                 }
             }
-            Ok(gone)
+            Ok((gone, rescoped))
         })
         .await;
-        match gone {
-            Ok(Ok(gone)) => {
+        match verdicts {
+            Ok(Ok((gone, rescoped))) => {
                 for id in gone {
                     let n = tracker.close(&id, REVOKED_REASON);
                     tracing::warn!(peer = %id, connections = n, "device revoked: connections closed");
+                }
+                for id in rescoped {
+                    tracker.close_with(&id, CLOSE_RESTART, SCOPE_CHANGED_REASON);
+                    tracing::info!(peer = %id, "device scope changed: session restarted");
                 }
             }
             Ok(Err(e)) => tracing::warn!(error = %e, "revocation check failed"),

@@ -157,6 +157,13 @@ enum DevicesCommand {
         /// New name.
         name: String,
     },
+    /// Change what a device may see; its session restarts under the new scope.
+    Scope {
+        /// Node id (or a prefix of at least 4 characters).
+        id: String,
+        /// A project (name or id): the device sees it and its children. `all`: everything.
+        project: String,
+    },
     /// Revoke a device: its connections close at once and it is refused from now on.
     Revoke {
         /// Node id (or a prefix of at least 4 characters).
@@ -364,6 +371,20 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
                 DevicesCommand::Rename { id, name } => {
                     let d = reg.rename(&id, &name)?;
                     println!("renamed {} to {}", d.node_id, d.name);
+                }
+                DevicesCommand::Scope { id, project } => {
+                    let scope = if project == "all" {
+                        None
+                    } else {
+                        Some(resolve_project(&home, &project)?)
+                    };
+                    let d = reg.set_scope(&id, scope.as_deref())?;
+                    println!(
+                        "{} ({}) now sees {}",
+                        d.name,
+                        d.node_id,
+                        d.scope.as_deref().unwrap_or("everything")
+                    );
                 }
                 DevicesCommand::Revoke { id } => {
                     let d = reg.revoke(&id)?;

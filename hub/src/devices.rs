@@ -251,7 +251,7 @@ fn new_code() -> Result<String, DeviceError> {
 }
 
 /// Numbered migrations of `hub.db`; `PRAGMA user_version` counts those applied.
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     "
 CREATE TABLE IF NOT EXISTS devices (
     node_id TEXT PRIMARY KEY NOT NULL,
@@ -786,6 +786,17 @@ impl DeviceRegistry {
         self.lock().execute(
             "UPDATE devices SET name = ?2 WHERE node_id = ?1",
             params![d.node_id, name],
+        )?;
+        self.get(&d.node_id)
+    }
+
+    /// Changes what a device may see (`None`: everything). A running hub restarts the
+    /// device's session under the new scope within a second.
+    pub fn set_scope(&self, id: &str, scope: Option<&str>) -> Result<Device, DeviceError> {
+        let d = self.get(id)?;
+        self.lock().execute(
+            "UPDATE devices SET scope = ?2 WHERE node_id = ?1",
+            params![d.node_id, scope],
         )?;
         self.get(&d.node_id)
     }

@@ -18,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension};
 /// The highest `hub.db` schema version (`PRAGMA user_version`) this code knows: the
 /// number of numbered migrations (today those of `devices`). A test checks that it
 /// matches what a fresh database ends with, so a new migration must bump it.
-pub const HUB_DB_VERSION: i64 = 1;
+pub const HUB_DB_VERSION: i64 = crate::devices::MIGRATIONS.len() as i64;
 
 /// Why `hub.db` could not be opened.
 #[derive(Debug, thiserror::Error)]

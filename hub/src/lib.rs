@@ -200,7 +200,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         )
         .spawn();
     let (stop_watch, stop_rx) = tokio::sync::watch::channel(false);
-    let revocations = tokio::spawn(access::watch_revocations(
+    let revocations = tokio::spawn(access::watch_devices(
         registry.clone(),
         tracker.clone(),
         stop_rx,

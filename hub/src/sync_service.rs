@@ -59,7 +59,6 @@ impl ProtocolHandler for SyncService {
             conn.close(CLOSE_NOT_ALLOWED.into(), NOT_PAIRED_REASON);
             return Ok(());
         }
-        self.tracker.add(&conn);
         let mut stop = self.stop.subscribe();
         tracing::info!(%peer, ?version, "sync session started");
         let stats = Arc::new(SessionStats::default());
@@ -72,7 +71,6 @@ impl ProtocolHandler for SyncService {
             Ok(Ok(scope)) => scope,
             _ => {
                 tracing::error!(%peer, "cannot read the device's scope; closing");
-                self.tracker.remove(&conn);
                 conn.close(
                     CLOSE_NOT_ALLOWED.into(),
                     b"the hub cannot check this device's scope",
@@ -80,6 +78,9 @@ impl ProtocolHandler for SyncService {
                 return Ok(());
             }
         };
+        // Tracked with the scope it runs under: a change of scope restarts the session,
+        // and this session replaces an older one of the same device.
+        self.tracker.add(&conn, scope.clone());
         let scope = match scope.map(|s| s.parse::<hearth_sync::DocId>()).transpose() {
             Ok(scope) => scope,
             Err(e) => {
@@ -102,8 +103,11 @@ impl ProtocolHandler for SyncService {
             Err(e) => tracing::warn!(%peer, error = %e, "sync session ended with an error"),
         }
         self.tracker.remove(&conn);
-        let registry = self.registry.clone();
-        let _ = tokio::task::spawn_blocking(move || registry.set_online(&peer, false)).await;
+        // A newer session of the same device may have replaced this one: it is online.
+        if !self.tracker.is_online(&peer) {
+            let registry = self.registry.clone();
+            let _ = tokio::task::spawn_blocking(move || registry.set_online(&peer, false)).await;
+        }
         conn.close(0u32.into(), b"session over");
         Ok(())
     }

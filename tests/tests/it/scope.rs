@@ -151,3 +151,42 @@ fn a_scoped_device_sees_and_writes_its_subtree_only() -> anyhow::Result<()> {
     })?;
     Ok(())
 }
+
+#[test]
+fn narrowing_a_scope_restarts_the_devices_session() -> anyhow::Result<()> {
+    let bins = bins();
+    let dir = tempdir();
+    let hub_home = sub(&dir, "hub");
+    let docs = NodeHome::new(&bins, hub_home.clone())?;
+    let add = |args: &[&str]| -> anyhow::Result<String> { Ok(docs.cli(args)?.trim().to_string()) };
+    add(&["project", "add", "home"])?;
+    add(&["project", "add", "work", "--parent", "home"])?;
+    add(&["project", "add", "personal", "--parent", "home"])?;
+    let laptop = NodeHome::new(&bins, sub(&dir, "laptop"))?;
+    hub_cli(
+        &bins,
+        &hub_home,
+        &["devices", "add", &laptop.id, "--name", "laptop"],
+    )?;
+    let hub = HubProc::start(&bins, &hub_home, 0)?;
+    let node = laptop.start(&hub.id, hub.addr)?;
+    node.wait_line(Duration::from_secs(30), |l| {
+        l.starts_with("hearth caught-up")
+    })?;
+    hub_cli(&bins, &hub_home, &["devices", "scope", &laptop.id, "work"])?;
+    eventually(Duration::from_secs(10), || {
+        Ok(hub.proc.stderr_text().contains("device scope changed"))
+    })?;
+    // The device reconnects under its new scope: a new note in `personal` no longer
+    // reaches it, a new one in `work` does.
+    node.wait_line(Duration::from_secs(30), |l| {
+        l.starts_with("hearth caught-up")
+    })?;
+    let private = add(&["note", "add", "--title", "Diary", "--project", "personal"])?;
+    let shared = add(&["note", "add", "--title", "Plan", "--project", "work"])?;
+    eventually(Duration::from_secs(20), || {
+        Ok(ids_in(&laptop.home.join("hearth.db"))?.contains(&shared))
+    })?;
+    assert!(!ids_in(&laptop.home.join("hearth.db"))?.contains(&private));
+    Ok(())
+}
