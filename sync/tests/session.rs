@@ -457,3 +457,127 @@ async fn random_concurrent_splices_converge() {
         l.close().await;
     }
 }
+
+/// A raw peer: writes frames to a session over an in-memory stream.
+async fn raw_peer(
+    r: &Replica,
+) -> (
+    JoinHandle<Result<(), SessionError>>,
+    tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    tokio::io::ReadHalf<tokio::io::DuplexStream>,
+) {
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (rd, wr) = tokio::io::split(ours);
+    let session = tokio::spawn(run_session(
+        r.store.clone(),
+        rd,
+        wr,
+        SessionConfig::default(),
+        Arc::new(SessionStats::default()),
+        None,
+        std::future::pending(),
+    ));
+    let (peer_rd, peer_wr) = tokio::io::split(theirs);
+    (session, peer_wr, peer_rd)
+}
+
+fn frame(msg: &hearth_protocol::SyncMessage) -> Vec<u8> {
+    hearth_protocol::encode_frame(msg).expect("encode")
+}
+
+#[tokio::test]
+async fn a_bad_document_does_not_end_the_session_for_the_others() {
+    let r = replica();
+    let (session, mut peer, mut peer_rd) = raw_peer(&r).await;
+    // Keep reading what the session sends so it never waits on us.
+    let drain = tokio::spawn(async move {
+        let mut sink = tokio::io::sink();
+        let _ = tokio::io::copy(&mut peer_rd, &mut sink).await;
+    });
+    // A sync message that is not one, then one whose change does not load.
+    let bad_id = hearth_sync::DocId::random();
+    peer.write_all(&frame(&hearth_protocol::SyncMessage::Sync {
+        doc: bad_id.0,
+        message: vec![0x42, 1, 2, 3],
+    }))
+    .await
+    .expect("write");
+    // Then a good document, whole.
+    let good = replica();
+    let note = good
+        .store
+        .create(Note {
+            title: "kept".into(),
+            content: "fine".into(),
+            project: None,
+        })
+        .await
+        .expect("create");
+    let docs = good.store.export(vec![note.id]).await.expect("export");
+    peer.write_all(&frame(&hearth_protocol::SyncMessage::Snapshots { docs }))
+        .await
+        .expect("write");
+    wait_for(|| r.store.count_blocking().ok() == Some(1)).await;
+    assert!(!session.is_finished(), "one bad document ended the session");
+    assert_eq!(note_content(&r.store, note.id).await, "fine");
+    session.abort();
+    drain.abort();
+}
+
+#[tokio::test]
+async fn a_flood_of_summary_rounds_ends_the_session() {
+    let r = replica();
+    let (session, mut peer, mut peer_rd) = raw_peer(&r).await;
+    let drain = tokio::spawn(async move {
+        let mut sink = tokio::io::sink();
+        let _ = tokio::io::copy(&mut peer_rd, &mut sink).await;
+    });
+    let hello = frame(&hearth_protocol::SyncMessage::Hello {
+        root: [1; 16],
+        docs: 1,
+    });
+    for _ in 0..100 {
+        if peer.write_all(&hello).await.is_err() {
+            break;
+        }
+    }
+    let err = tokio::time::timeout(Duration::from_secs(10), session)
+        .await
+        .expect("session ends")
+        .expect("join")
+        .expect_err("refused");
+    assert!(err.to_string().contains("too often"), "{err}");
+    drain.abort();
+}
+
+#[tokio::test]
+async fn a_declared_length_is_not_allocated_before_its_bytes_arrive() {
+    // A header announcing the whole 16 MiB, then 10 bytes, then the stream ends.
+    let mut bytes = (hearth_protocol::MAX_FRAME as u32).to_be_bytes().to_vec();
+    bytes.extend([hearth_protocol::PROTOCOL_VERSION; 10]);
+    let mut reader = bytes.as_slice();
+    let mut buf = Vec::new();
+    let err = hearth_sync::read_frame::<hearth_protocol::SyncMessage, _>(
+        &mut reader,
+        &mut buf,
+        hearth_protocol::MAX_FRAME,
+    )
+    .await
+    .expect_err("truncated");
+    assert!(err.to_string().contains("middle of a frame"), "{err}");
+    assert!(
+        buf.capacity() <= 256 * 1024,
+        "buffered {} bytes for 10 received",
+        buf.capacity()
+    );
+    // And a pairing-sized limit refuses a larger header outright.
+    let mut reader: &[u8] = &[0, 0, 0x20, 0];
+    let err = hearth_sync::read_frame::<hearth_protocol::PairRequest, _>(
+        &mut reader,
+        &mut buf,
+        hearth_protocol::PAIR_MAX_FRAME,
+    )
+    .await
+    .expect_err("oversized");
+    assert!(err.to_string().contains("exceeds the maximum"), "{err}");
+}
