@@ -9,6 +9,18 @@ pub(super) struct Cached {
     pub(super) last_chunk: i64,
 }
 
+impl Cached {
+    /// A document just inserted (version 1, no chunks).
+    pub(super) fn inserted(doc: AutoCommit) -> Self {
+        Self {
+            doc,
+            version: 1,
+            gen: 0,
+            last_chunk: 0,
+        }
+    }
+}
+
 /// The row of `documents` that the cache is checked against.
 pub(super) struct DocRow {
     pub(super) kind: String,

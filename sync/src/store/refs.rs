@@ -61,27 +61,7 @@ impl Inner {
                     ));
                 }
             }
-            (Kind::Project, Some(parent)) => {
-                // Walk up from the new parent; meeting `id` would make a cycle.
-                let mut cursor = Some(*parent);
-                let mut steps = 0;
-                while let Some(p) = cursor {
-                    if p == *id {
-                        return Err(StoreError::invalid(
-                            "parent",
-                            "projects cannot form a cycle",
-                        ));
-                    }
-                    match kind_of(&p)? {
-                        Some((k, false, up)) if k == "project" => cursor = opt_id(up),
-                        _ => return Err(StoreError::invalid("parent", format!("no project {p}"))),
-                    }
-                    steps += 1;
-                    if steps > 64 {
-                        return Err(StoreError::invalid("parent", "project tree deeper than 64"));
-                    }
-                }
-            }
+            (Kind::Project, Some(parent)) => refuse_cycle(tx, id, *parent, true)?,
             _ => {}
         }
         Ok(())
@@ -95,4 +75,45 @@ pub(super) fn check_refs_conn(
     d: &Derived,
 ) -> Result<(), StoreError> {
     Inner::check_refs(tx, id, kind, d)
+}
+
+/// Refuses making `parent` the parent of project `id` when `id` is among its ancestors.
+///
+/// `strict` (local edits): every ancestor must be a live project. Otherwise (a peer's
+/// change) the walk ends where this replica's tree does, since a peer may be ahead.
+pub(super) fn refuse_cycle(
+    conn: &Connection,
+    id: &DocId,
+    parent: DocId,
+    strict: bool,
+) -> Result<(), StoreError> {
+    let mut cursor = Some(parent);
+    let mut steps = 0;
+    while let Some(p) = cursor {
+        if p == *id {
+            return Err(StoreError::invalid(
+                "parent",
+                "projects cannot form a cycle",
+            ));
+        }
+        let row: Option<(String, bool, Option<String>)> = conn
+            .query_row(
+                "SELECT kind, deleted, parent FROM entities WHERE id = ?1",
+                [&p.0[..]],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()?;
+        cursor = match row {
+            Some((k, deleted, up)) if k == Kind::Project.as_str() && !(strict && deleted) => {
+                opt_id(up)
+            }
+            _ if strict => return Err(StoreError::invalid("parent", format!("no project {p}"))),
+            _ => None,
+        };
+        steps += 1;
+        if steps > MAX_PROJECT_DEPTH {
+            return Err(StoreError::invalid("parent", "project tree deeper than 64"));
+        }
+    }
+    Ok(())
 }

@@ -217,15 +217,7 @@ impl DocumentStore {
             }
             tx.commit()?;
             for (id, doc) in checked {
-                cache.put(
-                    id,
-                    Cached {
-                        doc,
-                        version: 1,
-                        gen: 0,
-                        last_chunk: 0,
-                    },
-                );
+                cache.put(id, Cached::inserted(doc));
             }
         }
         for snap in merges {
@@ -338,15 +330,7 @@ impl DocumentStore {
                 } else {
                     insert_new(&tx, writer, &id, &kind, &mut doc)?;
                     tx.commit()?;
-                    cache.put(
-                        id,
-                        Cached {
-                            doc,
-                            version: 1,
-                            gen: 0,
-                            last_chunk: 0,
-                        },
-                    );
+                    cache.put(id, Cached::inserted(doc));
                 }
                 true
             }

@@ -129,35 +129,8 @@ pub(super) fn guard_peer_change(
     }
     if before.1 != after.1 {
         if let Some(parent) = after.1.as_deref().and_then(|p| p.parse::<DocId>().ok()) {
-            refuse_cycle(conn, id, parent)?;
+            refuse_cycle(conn, id, parent, false)?;
         }
-    }
-    Ok(())
-}
-
-/// Refuses making `parent` the parent of project `id` if `id` is among its ancestors.
-pub(super) fn refuse_cycle(conn: &Connection, id: &DocId, parent: DocId) -> Result<(), StoreError> {
-    let mut cursor = Some(parent);
-    let mut steps = 0;
-    while let Some(p) = cursor {
-        if p == *id {
-            return Err(StoreError::invalid(
-                "parent",
-                "projects cannot form a cycle",
-            ));
-        }
-        steps += 1;
-        if steps > MAX_PROJECT_DEPTH {
-            return Err(StoreError::invalid("parent", "project tree deeper than 64"));
-        }
-        cursor = conn
-            .query_row(
-                "SELECT parent FROM entities WHERE id = ?1 AND kind = 'project'",
-                [&p.0[..]],
-                |r| r.get::<_, Option<String>>(0),
-            )
-            .optional()?
-            .and_then(opt_id);
     }
     Ok(())
 }

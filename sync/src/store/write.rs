@@ -246,16 +246,7 @@ impl DocumentStore {
             insert_new(&tx, writer, &id, E::KIND.as_str(), &mut doc)?;
             tx.commit()?;
         }
-        let version = 1;
-        inner.cache.put(
-            id,
-            Cached {
-                doc,
-                version,
-                gen: 0,
-                last_chunk: 0,
-            },
-        );
+        inner.cache.put(id, Cached::inserted(doc));
         drop(inner);
         self.announce(id, Origin::Local);
         Ok(Record {
