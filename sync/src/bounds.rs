@@ -112,6 +112,41 @@ pub fn check_automerge(bytes: &[u8], limits: &Limits) -> Result<Usage, BoundsErr
     Ok(usage)
 }
 
+/// Bloom filters a peer may send: the probes and bits Automerge will compute for every
+/// change it considers sending back are allocated from these numbers.
+const MAX_BLOOM_PROBES: u64 = 64;
+const MAX_BLOOM_BITS_PER_ENTRY: u64 = 64;
+
+/// Checks a decoded sync message before it is applied: every change it carries within
+/// `limits`, and every bloom filter with sane parameters (Automerge allocates
+/// `num_probes` entries, and divides by the filter's size, when it answers).
+pub fn check_sync_message(
+    message: &automerge::sync::Message,
+    limits: &Limits,
+) -> Result<(), BoundsError> {
+    for change in message.changes.iter() {
+        check_automerge(change, limits)?;
+    }
+    for have in &message.have {
+        let bytes = have.bloom.to_bytes();
+        if bytes.is_empty() {
+            continue;
+        }
+        let mut i = Input(&bytes);
+        let entries = i.uleb()?;
+        let bits_per_entry = i.uleb()?;
+        let probes = i.uleb()?;
+        if entries == 0
+            || !(1..=MAX_BLOOM_BITS_PER_ENTRY).contains(&bits_per_entry)
+            || !(1..=MAX_BLOOM_PROBES).contains(&probes)
+            || i.0.is_empty()
+        {
+            return Err(BoundsError::Malformed("bloom filter out of range"));
+        }
+    }
+    Ok(())
+}
+
 /// A document chunk: actors, heads, change and op column metadata, their data, head
 /// indices.
 fn check_document(body: &[u8], limits: &Limits, usage: &mut Usage) -> Result<(), BoundsError> {

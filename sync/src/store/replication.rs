@@ -366,12 +366,18 @@ impl DocumentStore {
         // A document not yet verified is answered as if absent: nothing of it is forwarded.
         match doc_row(conn, &id)?.filter(|r| r.verified) {
             Some(row) => {
-                let entry = cached(conn, cache, &id, &row)?;
-                Ok(entry
-                    .doc
-                    .sync()
-                    .generate_sync_message(state)
-                    .map(|m| m.encode()))
+                // Owned while Automerge answers from a peer's sync state (its bloom
+                // filters came from the peer): a panic drops the copy, not the cache.
+                let mut entry = take_cached(conn, cache, &id, &row)?;
+                let msg = no_panic(&id, || {
+                    Ok(entry
+                        .doc
+                        .sync()
+                        .generate_sync_message(state)
+                        .map(|m| m.encode()))
+                })?;
+                cache.put(id, entry);
+                Ok(msg)
             }
             None => Ok(AutoCommit::new()
                 .sync()

@@ -7,7 +7,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::*;
-use crate::bounds::{check_automerge, Limits};
+use crate::bounds::{check_automerge, check_sync_message, Limits};
 
 fn refused(id: &DocId, reason: impl std::fmt::Display) -> StoreError {
     StoreError::PeerData {
@@ -17,7 +17,10 @@ fn refused(id: &DocId, reason: impl std::fmt::Display) -> StoreError {
 }
 
 /// Runs `f`, turning a panic into an error naming the document.
-fn no_panic<T>(id: &DocId, f: impl FnOnce() -> Result<T, StoreError>) -> Result<T, StoreError> {
+pub(super) fn no_panic<T>(
+    id: &DocId,
+    f: impl FnOnce() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
         tracing::error!(%id, "automerge panicked on a peer's data");
         Err(refused(id, "automerge panicked on this data"))
@@ -50,9 +53,7 @@ pub(super) fn receive_untrusted(
     state: &mut sync::State,
     message: sync::Message,
 ) -> Result<(), StoreError> {
-    for change in message.changes.iter() {
-        check_automerge(change, &Limits::PEER).map_err(|e| refused(id, e))?;
-    }
+    check_sync_message(&message, &Limits::PEER).map_err(|e| refused(id, e))?;
     no_panic(id, || {
         doc.sync()
             .receive_sync_message(state, message)
