@@ -255,6 +255,13 @@ fn unverifiable_snapshot_is_quarantined_never_searched_or_forwarded() {
     assert_eq!(hits[0].entity.id, good_id);
     assert_eq!(hub.quarantined_blocking().expect("q"), 1);
     assert!(exported(&hub, vec![bad_id]).is_empty());
+    // Offered again (a reconnect), it is refused again without piling up.
+    let mut again = snapshot(bad_id, &mut AutoCommit::new(), "note", "kiwi bait");
+    again.heads = vec![[9; 32]];
+    again.bytes = b"\x85\x6f\x4a\x83 not a document at all".to_vec();
+    import(&hub, vec![again], None).expect("stored");
+    hub.verify_all_pending_blocking().expect("verify");
+    assert_eq!(hub.quarantined_blocking().expect("q"), 1);
     assert_eq!(exported(&hub, vec![good_id]).len(), 1);
 }
 

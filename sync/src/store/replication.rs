@@ -427,8 +427,11 @@ pub(super) fn quarantine(
     bytes: &[u8],
 ) -> Result<(), StoreError> {
     tracing::warn!(%id, reason, "quarantined a document from a peer");
+    // A peer that keeps offering the same bad document (every reconnect) adds one row.
     conn.execute(
-        "INSERT INTO quarantine (doc_id, reason, bytes, received_at) VALUES (?1, ?2, ?3, ?4)",
+        "INSERT INTO quarantine (doc_id, reason, bytes, received_at)
+         SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (
+           SELECT 1 FROM quarantine WHERE doc_id = ?1 AND reason = ?2 AND bytes = ?3)",
         params![&id.0[..], reason, bytes, now_ms()],
     )?;
     Ok(())
