@@ -282,7 +282,7 @@ impl Fixture {
         stats.sync_frames.fetch_add(1, Relaxed);
         if let Ok(m) = sync::Message::decode(&message) {
             stats.sync_decoded.fetch_add(1, Relaxed);
-            let valid = m.changes.len() > 0 && m.changes.iter().all(chunks_valid);
+            let valid = !m.changes.is_empty() && m.changes.iter().all(chunks_valid);
             if valid {
                 stats.sync_valid_changes.fetch_add(1, Relaxed);
             }
