@@ -1,5 +1,6 @@
 //! Progress lines for a fuzz run: the [`replay::Stats`](crate::replay::Stats) counters,
-//! executions per second and peak RSS, printed to stderr every 20 s and at exit.
+//! executions per second and peak RSS, printed to stderr every 20 s and at exit, and
+//! appended to the file named by `HEARTH_FUZZ_STATS` if set.
 
 use std::sync::{
     atomic::{AtomicU64, Ordering::Relaxed},
@@ -43,13 +44,26 @@ fn print(when: &str) {
     if let Some(r) = REPORTER.get() {
         let secs = r.start.elapsed().as_secs_f64();
         let n = r.stats.inputs.load(Relaxed);
-        eprintln!(
-            "#hearth {} {when} t={secs:.0}s exec/s={:.0} peak_rss={}MiB {}",
+        let line = format!(
+            "#hearth {} pid={} {when} t={secs:.0}s exec/s={:.0} peak_rss={}MiB {}",
             r.name,
+            std::process::id(),
             n as f64 / secs.max(0.001),
             peak_rss_mib(),
             r.stats.line()
         );
+        eprintln!("{line}");
+        // In fork mode libFuzzer discards its children's output: keep a copy.
+        if let Some(path) = std::env::var_os("HEARTH_FUZZ_STATS") {
+            use std::io::Write;
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
+                let _ = writeln!(f, "{line}");
+            }
+        }
     }
 }
 

@@ -79,6 +79,14 @@ pub struct Stats {
     pub loaded_ok: AtomicU64,
     /// Imported documents that failed to load afterwards.
     pub loaded_err: AtomicU64,
+    /// Inputs with at least one `Sync` frame past decoding (changes with valid checksums).
+    pub inputs_sync_valid: AtomicU64,
+    /// Inputs that moved a document's heads through `receive_sync`.
+    pub inputs_sync_applied: AtomicU64,
+    /// Inputs with at least one `Snapshots` frame past decoding (valid chunk checksums).
+    pub inputs_snapshot_valid: AtomicU64,
+    /// Inputs whose imported documents the store then loaded.
+    pub inputs_snapshot_loaded: AtomicU64,
 }
 
 impl Stats {
@@ -97,6 +105,10 @@ impl Stats {
             import_ok: AtomicU64::new(0),
             loaded_ok: AtomicU64::new(0),
             loaded_err: AtomicU64::new(0),
+            inputs_sync_valid: AtomicU64::new(0),
+            inputs_sync_applied: AtomicU64::new(0),
+            inputs_snapshot_valid: AtomicU64::new(0),
+            inputs_snapshot_loaded: AtomicU64::new(0),
         }
     }
 
@@ -106,22 +118,23 @@ impl Stats {
         let inputs = g(&self.inputs).max(1);
         let pct = |n: u64| 100.0 * n as f64 / inputs as f64;
         format!(
-            "inputs={} frames={} | sync: frames={} decoded={} valid_changes={} ({:.1}% of inputs) ok={} applied={} ({:.1}%) | snapshots: frames={} valid={} ({:.1}%) import_ok={} loaded_ok={} loaded_err={}",
+            "inputs={} frames={} | sync: frames={} decoded={} valid={} ok={} applied={}; inputs past decoding {:.1}%, applied {:.1}% | snapshots: frames={} valid={} import_ok={} loaded_ok={} loaded_err={}; inputs past decoding {:.1}%, loaded {:.1}%",
             g(&self.inputs),
             g(&self.frames),
             g(&self.sync_frames),
             g(&self.sync_decoded),
             g(&self.sync_valid_changes),
-            pct(g(&self.sync_valid_changes)),
             g(&self.sync_ok),
             g(&self.sync_applied),
-            pct(g(&self.sync_applied)),
+            pct(g(&self.inputs_sync_valid)),
+            pct(g(&self.inputs_sync_applied)),
             g(&self.snapshot_frames),
             g(&self.snapshot_valid),
-            pct(g(&self.snapshot_valid)),
             g(&self.import_ok),
             g(&self.loaded_ok),
             g(&self.loaded_err),
+            pct(g(&self.inputs_snapshot_valid)),
+            pct(g(&self.inputs_snapshot_loaded)),
         )
     }
 }
@@ -218,6 +231,12 @@ impl Fixture {
         let tag = self.store.new_peer_tag();
         let mut states: HashMap<DocId, sync::State> = HashMap::new();
         let mut results = Vec::new();
+        let before = [
+            stats.sync_valid_changes.load(Relaxed),
+            stats.sync_applied.load(Relaxed),
+            stats.snapshot_valid.load(Relaxed),
+            stats.loaded_ok.load(Relaxed),
+        ];
         while let Ok(Some((msg, used))) = decode_frame::<SyncMessage>(rest) {
             rest = &rest[used..];
             stats.frames.fetch_add(1, Relaxed);
@@ -234,6 +253,19 @@ impl Fixture {
                 break;
             }
         }
+        let moved = |i: usize, a: &AtomicU64| u64::from(a.load(Relaxed) > before[i]);
+        stats
+            .inputs_sync_valid
+            .fetch_add(moved(0, &stats.sync_valid_changes), Relaxed);
+        stats
+            .inputs_sync_applied
+            .fetch_add(moved(1, &stats.sync_applied), Relaxed);
+        stats
+            .inputs_snapshot_valid
+            .fetch_add(moved(2, &stats.snapshot_valid), Relaxed);
+        stats
+            .inputs_snapshot_loaded
+            .fetch_add(moved(3, &stats.loaded_ok), Relaxed);
         results
     }
 
