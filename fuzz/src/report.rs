@@ -18,6 +18,18 @@ struct Reporter {
 
 static REPORTER: OnceLock<Reporter> = OnceLock::new();
 static LAST: AtomicU64 = AtomicU64::new(0);
+/// Panics seen by [`count_caught_panics`]'s hook.
+pub static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// Replaces the panic hook with one that counts (and prints the first few): the store
+/// catches Automerge's panics on peer data, which is the behaviour under test.
+pub fn count_caught_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        if PANICS.fetch_add(1, Relaxed) < 3 {
+            eprintln!("#hearth panic (caught by the store unless an abort follows): {info}");
+        }
+    }));
+}
 
 extern "C" {
     fn atexit(cb: extern "C" fn()) -> i32;
@@ -45,11 +57,12 @@ fn print(when: &str) {
         let secs = r.start.elapsed().as_secs_f64();
         let n = r.stats.inputs.load(Relaxed);
         let line = format!(
-            "#hearth {} pid={} {when} t={secs:.0}s exec/s={:.0} peak_rss={}MiB {}",
+            "#hearth {} pid={} {when} t={secs:.0}s exec/s={:.0} peak_rss={}MiB panics_caught={} {}",
             r.name,
             std::process::id(),
             n as f64 / secs.max(0.001),
             peak_rss_mib(),
+            PANICS.load(Relaxed),
             r.stats.line()
         );
         eprintln!("{line}");

@@ -4,8 +4,9 @@
 //! A fuzz input for the store targets is `flags ‖ frame*`: `flags & 1` scopes the peer to
 //! the fixture's `work` project; each frame is a `hearth/sync/1` frame handled the way a
 //! session handles it: `Sync` → `DocumentStore::receive_sync` then `generate_sync` (the
-//! reply), `Snapshots` → `DocumentStore::import` then `generate_sync` on every id (which
-//! loads the document, as serving it to the next peer would). An error ends the input,
+//! reply), `Snapshots` → `DocumentStore::import`, the verifier
+//! (`verify_all_pending_blocking`), then `generate_sync` on every id (which loads the
+//! document, as serving it to the next peer would). An error ends the input,
 //! as it ends a session.
 //!
 //! The store is seeded from `tests/fuzz_fixtures/base.frame`: one `Snapshots` frame of
@@ -328,6 +329,9 @@ impl Fixture {
         self.rt
             .block_on(self.store.import(docs, Origin::Peer(tag), scope))?;
         stats.import_ok.fetch_add(1, Relaxed);
+        // New documents from a full-scope peer wait, unverified, for the verifier: run it
+        // now, so their bytes are loaded within this input.
+        self.store.verify_all_pending_blocking()?;
         for id in ids {
             // Serving the document to the next peer loads it.
             match self
