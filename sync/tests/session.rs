@@ -581,3 +581,33 @@ async fn a_declared_length_is_not_allocated_before_its_bytes_arrive() {
     .expect_err("oversized");
     assert!(err.to_string().contains("exceeds the maximum"), "{err}");
 }
+
+#[tokio::test]
+async fn documents_received_whole_are_forwarded_once_verified() {
+    let (a, hub, b) = (replica(), replica(), replica());
+    let mut hb = connect(&hub.store, &b.store);
+    hb.caught_up().await;
+    for i in 0..20 {
+        a.store
+            .create(Note {
+                title: format!("from a {i}"),
+                content: "travels through the hub".into(),
+                project: None,
+            })
+            .await
+            .expect("create");
+    }
+    // A's notes reach the hub whole (unverified), are verified there in the background,
+    // and only then go on to B.
+    let mut ah = connect(&a.store, &hub.store);
+    ah.caught_up().await;
+    wait_for(|| b.store.count_blocking().ok() == Some(20)).await;
+    wait_for(|| b.store.unverified_blocking().ok() == Some(0)).await;
+    assert_eq!(hub.store.quarantined_blocking().expect("q"), 0);
+    assert_eq!(
+        a.store.summary_blocking().expect("a"),
+        b.store.summary_blocking().expect("b")
+    );
+    ah.close().await;
+    hb.close().await;
+}
