@@ -25,8 +25,7 @@ impl HubClient {
         let addr = std::fs::read_to_string(home.join("hub.http"))
             .context("the hub is not running here (no hub.http): start `hearth-hub` first")?;
         let token = OwnerToken::read(home)?;
-        // reqwest is built without a crypto provider of its own; use ring, as iroh does.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        install_crypto_provider();
         Ok(Self {
             client: reqwest::Client::builder().build()?,
             base: format!("http://{}", addr.trim()),
@@ -57,6 +56,12 @@ impl HubClient {
         }
         Ok(resp)
     }
+}
+
+/// reqwest is built without a crypto provider of its own: installs ring's, as iroh uses,
+/// before a client is built (repeated calls are harmless).
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// Whether a desktop session can show a browser here.
