@@ -738,3 +738,55 @@ async fn secrets_are_redacted_from_events_audit_transcripts_and_approvals() {
         assert!(!leaks(&row), "stored: {row}");
     }
 }
+
+#[tokio::test]
+async fn chat_turns_stream_from_their_first_event_end_with_an_error_and_stop_at_shutdown() {
+    use futures_util::StreamExt;
+    use hearth_hub::chat::{ChatError, ChatService, ProviderUrls};
+    let s = setup(vec![text_turn("Hello there.")], AgentConfig::default()).await;
+    let secrets = std::sync::Arc::new(
+        hearth_hub::secrets::SecretStore::open(
+            &s._dir.path().join("hub.db"),
+            &s._dir.path().join("server.secret"),
+        )
+        .expect("secrets"),
+    );
+    let projects = s._dir.path().join("projects");
+    let chat = ChatService::new(
+        s.agent.clone(),
+        s.store.clone(),
+        secrets,
+        ProviderUrls::default(),
+        projects.clone(),
+        s.project,
+    );
+    // The stream subscribed before the turn started: the first text is in it.
+    let events: Vec<Value> = chat
+        .start_turn(s.project, "web", "hi")
+        .expect("start")
+        .collect()
+        .await;
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds, ["text", "finished"], "{events:?}");
+    assert_eq!(events[0]["text"], "Hello there.");
+    assert_eq!(events[0]["project"], s.project.to_string());
+    assert!(projects.join(s.project.to_string()).is_dir(), "named by id");
+    // A turn that fails before it starts (its project vanished) ends with an error.
+    let gone: hearth_sync::DocId = "0123456789abcdef0123456789abcdef".parse().expect("id");
+    let events: Vec<Value> = tokio::time::timeout(
+        Duration::from_secs(10),
+        chat.start_turn(gone, "web", "hi").expect("start").collect(),
+    )
+    .await
+    .expect("the stream ends");
+    assert_eq!(
+        events.last().map(|e| e["type"].clone()),
+        Some(json!("error"))
+    );
+    // Shutdown stops the turns and refuses new ones.
+    chat.shutdown(Duration::from_secs(1)).await;
+    assert!(matches!(
+        chat.start_turn(s.project, "web", "hi").map(drop),
+        Err(ChatError::ShuttingDown)
+    ));
+}
