@@ -362,6 +362,51 @@ mod tests {
     }
 
     #[test]
+    fn a_hub_db_from_before_the_numbering_migrates() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("hub.db");
+        {
+            // What an older hub left: devices at version 2, the other tables made ad hoc.
+            let c = Connection::open(&path).expect("raw open");
+            for sql in &MIGRATIONS[..2] {
+                c.execute_batch(sql).expect("old migration");
+            }
+            c.pragma_update(None, "user_version", 2).expect("version");
+            c.execute_batch(
+                "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, channel TEXT NOT NULL,
+                   role TEXT NOT NULL, content TEXT NOT NULL, created_at INTEGER NOT NULL);
+                 INSERT INTO messages (channel, role, content, created_at) VALUES ('cli', 'user', '[]', 1);
+                 CREATE TABLE channel_summaries (channel TEXT PRIMARY KEY NOT NULL, summary TEXT NOT NULL,
+                   covered_until INTEGER NOT NULL, seen_until INTEGER NOT NULL DEFAULT 0,
+                   updated_at INTEGER NOT NULL);
+                 INSERT INTO channel_summaries VALUES ('cli', 'mixed projects', 1, 1, 1);",
+            )
+            .expect("ad hoc tables");
+        }
+        let c = open(&path, Durability::Normal).expect("migrates");
+        let v: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .expect("version");
+        assert_eq!(v, HUB_DB_VERSION);
+        // Old messages belong to no project; summaries keyed by channel alone are gone.
+        let (project, conversation): (String, String) = c
+            .query_row("SELECT project, conversation FROM messages", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("message kept");
+        assert_eq!((project.as_str(), conversation.as_str()), ("", "cli"));
+        let n: i64 = c
+            .query_row("SELECT count(*) FROM conversation_summaries", [], |r| {
+                r.get(0)
+            })
+            .expect("summaries");
+        assert_eq!(n, 0);
+        // Reopening changes nothing.
+        drop(c);
+        check(&path).expect("again");
+    }
+
+    #[test]
     fn meta_is_set_once() {
         let dir = tempfile::tempdir().expect("tempdir");
         let c = open(&dir.path().join("hub.db"), Durability::Full).expect("open");
