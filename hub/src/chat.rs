@@ -1,31 +1,33 @@
-//! HTTP routes for talking to the agent: a chat turn streamed as server-sent events,
-//! approvals, aborts, and provider keys (stored encrypted, shown masked).
+//! Chat turns as the hub runs them, for every front end (the HTTP API today, channels
+//! later): which project a turn is for, starting it inside the hub's set of turns, and
+//! the stream of that one conversation's events. Also the provider factory.
 //!
-//! `POST /api/v1/chat {message, project?, channel?}` answers `text/event-stream`, one JSON
-//! event per `data:` line (`text`, `restart`, `tool_call`, `tool_result`,
-//! `approval_requested`, `finished`), ending after `finished`. The owner answers approval
-//! requests with `POST /api/v1/approvals/{id} {"approve": bool}`.
+//! A turn is spawned into a `JoinSet` owned by [`ChatService`], never detached, so
+//! [`ChatService::shutdown`] reaches every turn: it stops them (the agent ends them as
+//! aborted and resolves their approvals as stopped), waits a grace period and aborts
+//! what is left. A turn's stream subscribes before the turn starts, so no early event is
+//! lost, and ends with an `error` event when the turn fails without finishing.
+//!
+//! Knows no HTTP: the API shapes what this returns.
 
-use std::{path::PathBuf, sync::Arc};
-
-use axum::{
-    body::Body,
-    extract::{Path, State},
-    http::StatusCode,
-    response::{IntoResponse, Response},
-    routing::{get, post, put},
-    Json, Router,
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::Duration,
 };
+
+use futures_util::Stream;
 use hearth_sync::{DocId, DocumentStore};
-use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio::{sync::broadcast, task::JoinSet};
 
 use crate::{
     agent::{
         provider::{ModelRef, ProviderClient, ProviderKind},
         runner::{Agent, AgentEvent},
     },
-    secrets::{SecretStore, SecretValue, MASK},
+    projects::ProjectError,
+    secrets::SecretStore,
 };
 
 /// Where each provider lives, from settings.
@@ -48,6 +50,9 @@ impl Default for ProviderUrls {
         }
     }
 }
+
+/// The providers a key can be stored for.
+pub const PROVIDERS: [&str; 3] = ["anthropic", "openai", "ollama"];
 
 /// Builds the client for `model`'s provider with its key from the secret store.
 pub fn provider_for(
@@ -77,55 +82,25 @@ pub fn provider_for(
     .map_err(|e| e.to_string())
 }
 
-/// Shared state of the chat routes.
-#[derive(Clone)]
-pub struct ChatState {
-    /// The agent.
-    pub agent: Arc<Agent>,
-    /// The document store.
-    pub store: DocumentStore,
-    /// Encrypted secrets.
-    pub secrets: Arc<SecretStore>,
-    /// The chat model.
-    pub model: ModelRef,
-    /// The embedding model.
-    pub embedding_model: ModelRef,
-    /// Provider URLs.
-    pub urls: ProviderUrls,
-    /// Project directories live under here.
-    pub projects_dir: PathBuf,
-    /// The hub's general project (by id: a title proves nothing).
-    pub general: DocId,
+/// Why a turn could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChatError {
+    /// The project is unknown or ambiguous.
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    /// Bad input.
+    #[error("{0}")]
+    Invalid(String),
+    /// The hub is stopping.
+    #[error("the hub is shutting down")]
+    ShuttingDown,
 }
 
-/// The routes.
-pub fn router(state: ChatState) -> Router {
-    Router::new()
-        .route("/api/v1/chat", post(chat))
-        .route("/api/v1/chat/{channel}/abort", post(abort))
-        .route("/api/v1/approvals/{id}", post(approve))
-        .route("/api/v1/settings/providers", get(providers))
-        .route("/api/v1/settings/providers/{name}", put(set_provider_key))
-        .route("/api/v1/projects/{project}/tools", get(project_tools))
-        .route(
-            "/api/v1/projects/{project}/tools/{tool}",
-            put(set_project_tool),
-        )
-        .route("/api/v1/projects/{project}/secrets", get(project_secrets))
-        .route(
-            "/api/v1/projects/{project}/secrets/{name}",
-            put(set_project_secret).delete(delete_project_secret),
-        )
-        .with_state(state)
-}
-
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": message.into() }))).into_response()
-}
-
-/// JSON for one event.
+/// JSON for one event, as every front end shows it.
 pub fn event_json(ev: &AgentEvent) -> Value {
-    match ev {
+    let (project, conversation) = (ev.project().to_string(), ev.conversation());
+    let mut v = match ev {
         AgentEvent::TextDelta { text, .. } => json!({ "type": "text", "text": text }),
         AgentEvent::Restart { .. } => json!({ "type": "restart" }),
         AgentEvent::ToolCall { name, args, .. } => {
@@ -143,257 +118,255 @@ pub fn event_json(ev: &AgentEvent) -> Value {
             json!({ "type": "approval_requested", "id": id, "name": name, "args": args })
         }
         AgentEvent::Finished { reason, .. } => json!({ "type": "finished", "reason": reason }),
-    }
-}
-
-fn channel_of(ev: &AgentEvent) -> &str {
-    match ev {
-        AgentEvent::TextDelta { channel, .. }
-        | AgentEvent::Restart { channel }
-        | AgentEvent::ToolCall { channel, .. }
-        | AgentEvent::ToolResult { channel, .. }
-        | AgentEvent::ApprovalRequested { channel, .. }
-        | AgentEvent::Finished { channel, .. } => channel,
-    }
-}
-
-/// Finds a project by name or id (the hub's `general` project, by id, when none is given).
-/// An unknown name answers 404, an ambiguous one 409 (use an id).
-pub async fn resolve_project(s: &ChatState, given: Option<&str>) -> Result<DocId, Response> {
-    use crate::projects::ProjectError;
-    let Some(given) = given else {
-        return Ok(s.general);
     };
-    crate::projects::find_project(&s.store, Some(s.general), given)
-        .await
-        .map_err(|e| {
-            let status = match e {
-                ProjectError::NotFound(_) => StatusCode::NOT_FOUND,
-                ProjectError::Ambiguous { .. } => StatusCode::CONFLICT,
-                _ => StatusCode::INTERNAL_SERVER_ERROR,
-            };
-            error(status, e.to_string())
-        })
+    v["project"] = json!(project);
+    v["conversation"] = json!(conversation);
+    v
 }
 
-#[derive(Deserialize)]
-struct ChatBody {
-    message: String,
-    project: Option<String>,
-    channel: Option<String>,
+/// The chat side of the hub.
+pub struct ChatService {
+    /// The agent.
+    pub agent: Arc<Agent>,
+    /// The document store.
+    pub store: DocumentStore,
+    /// Encrypted secrets.
+    pub secrets: Arc<SecretStore>,
+    /// Provider URLs.
+    pub urls: ProviderUrls,
+    /// Project directories live under here, named by project id.
+    pub projects_dir: PathBuf,
+    /// The hub's general project (by id: a title proves nothing).
+    pub general: DocId,
+    turns: Mutex<Option<JoinSet<()>>>,
 }
 
-async fn chat(State(s): State<ChatState>, Json(body): Json<ChatBody>) -> Response {
-    if body.message.trim().is_empty() {
-        return error(StatusCode::BAD_REQUEST, "message is empty");
+impl std::fmt::Debug for ChatService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatService").finish_non_exhaustive()
     }
-    let project = match resolve_project(&s, body.project.as_deref()).await {
-        Ok(p) => p,
-        Err(r) => return r,
-    };
-    if let Ok(p) = s.store.get::<hearth_sync::Project>(project).await {
-        // Projects made after the hub started get their directory on first use.
-        let _ = std::fs::create_dir_all(s.projects_dir.join(&p.value.name));
+}
+
+/// A stream's progress.
+struct TurnStream {
+    rx: broadcast::Receiver<AgentEvent>,
+    done: Option<tokio::sync::oneshot::Receiver<Result<(), String>>>,
+    /// Set once the turn returned: `Some(message)` if it failed.
+    ended: Option<Option<String>>,
+    finished: bool,
+    project: DocId,
+    conversation: String,
+}
+
+impl TurnStream {
+    fn mine(&self, ev: &AgentEvent) -> bool {
+        ev.project() == self.project && ev.conversation() == self.conversation
     }
-    let channel = body.channel.unwrap_or_else(|| "web".into());
-    let mut events = s.agent.subscribe();
-    let agent = s.agent.clone();
-    let (ch, message) = (channel.clone(), body.message);
-    let run = tokio::spawn(async move { agent.invoke(&ch, project, &message).await });
-    // Stream this channel's events until the invocation finishes.
-    let stream = futures_util::stream::unfold(
-        (events.resubscribe(), Some(run), false),
-        move |(mut rx, run, done)| {
-            let channel = channel.clone();
-            async move {
-                if done {
-                    return None;
-                }
-                loop {
-                    match rx.recv().await {
-                        Ok(ev) if channel_of(&ev) == channel => {
-                            let finished = matches!(ev, AgentEvent::Finished { .. });
-                            let line = format!("data: {}\n\n", event_json(&ev));
-                            return Some((Ok::<_, std::io::Error>(line), (rx, run, finished)));
-                        }
-                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                            continue
-                        }
-                        Err(_) => return None,
+
+    async fn next(&mut self) -> Option<Value> {
+        use broadcast::error::{RecvError, TryRecvError};
+        loop {
+            if self.finished {
+                return None;
+            }
+            if let Some(failure) = &self.ended {
+                // The turn returned, so every event it sent is already queued.
+                match self.rx.try_recv() {
+                    Ok(ev) if self.mine(&ev) => {
+                        self.finished = matches!(ev, AgentEvent::Finished { .. });
+                        return Some(event_json(&ev));
+                    }
+                    Ok(_) | Err(TryRecvError::Lagged(_)) => continue,
+                    Err(_) => {
+                        self.finished = true;
+                        return failure.as_ref().map(|message| {
+                            json!({ "type": "error", "message": message,
+                                    "project": self.project.to_string(),
+                                    "conversation": self.conversation })
+                        });
                     }
                 }
             }
-        },
-    );
-    // `events` was only needed to subscribe before the invocation started.
-    drop(events.try_recv());
-    Response::builder()
-        .header("content-type", "text/event-stream")
-        .header("cache-control", "no-cache")
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "cannot stream"))
-}
-
-async fn abort(State(s): State<ChatState>, Path(channel): Path<String>) -> StatusCode {
-    s.agent.abort(&channel);
-    StatusCode::NO_CONTENT
-}
-
-#[derive(Deserialize)]
-struct Decision {
-    approve: bool,
-}
-
-async fn approve(
-    State(s): State<ChatState>,
-    Path(id): Path<u64>,
-    Json(d): Json<Decision>,
-) -> Response {
-    if s.agent.decide(id, d.approve) {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        error(
-            StatusCode::NOT_FOUND,
-            format!("no approval {id} is waiting (answered, or timed out)"),
-        )
-    }
-}
-
-async fn providers(State(s): State<ChatState>) -> Response {
-    let mut data = Vec::new();
-    for name in ["anthropic", "openai", "ollama"] {
-        let set = matches!(s.secrets.get("provider", name), Ok(Some(_)));
-        data.push(json!({ "name": name, "key": if set { json!(MASK) } else { Value::Null } }));
-    }
-    Json(json!({ "data": data, "chat_model": s.model.to_string(), "embedding_model": s.embedding_model.to_string() }))
-        .into_response()
-}
-
-#[derive(Deserialize)]
-struct KeyBody {
-    key: String,
-}
-
-async fn set_provider_key(
-    State(s): State<ChatState>,
-    Path(name): Path<String>,
-    Json(b): Json<KeyBody>,
-) -> Response {
-    if !["anthropic", "openai", "ollama"].contains(&name.as_str()) {
-        return error(StatusCode::NOT_FOUND, format!("unknown provider {name:?}"));
-    }
-    if let Err(e) = s.secrets.set("provider", &name, &SecretValue::new(b.key)) {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
-    }
-    match s.secrets.redactor() {
-        Ok(r) => {
-            crate::secrets::set_log_redactor(r.clone());
-            s.agent.set_redactor(r)
-        }
-        Err(e) => tracing::warn!(error = %e, "cannot refresh the redactor"),
-    }
-    if name == s.model.provider {
-        match provider_for(&s.model, &s.urls, &s.secrets) {
-            Ok(p) => s.agent.set_provider(p),
-            Err(e) => return error(StatusCode::BAD_REQUEST, e),
+            let got = {
+                let (rx, done) = (&mut self.rx, self.done.as_mut());
+                tokio::select! {
+                    biased;
+                    ev = rx.recv() => Got::Event(ev),
+                    r = async {
+                        match done {
+                            Some(d) => d.await,
+                            None => std::future::pending().await,
+                        }
+                    } => Got::Done(r),
+                }
+            };
+            match got {
+                Got::Event(Ok(ev)) if self.mine(&ev) => {
+                    self.finished = matches!(ev, AgentEvent::Finished { .. });
+                    return Some(event_json(&ev));
+                }
+                Got::Event(Ok(_)) | Got::Event(Err(RecvError::Lagged(_))) => continue,
+                Got::Event(Err(RecvError::Closed)) => return None,
+                Got::Done(r) => {
+                    self.done = None;
+                    self.ended = Some(match r {
+                        Ok(Ok(())) => None,
+                        Ok(Err(message)) => Some(message),
+                        Err(_) => Some("the turn was cancelled: the hub is shutting down".into()),
+                    });
+                }
+            }
         }
     }
-    Json(json!({ "name": name, "key": MASK })).into_response()
 }
 
-async fn project_scope(s: &ChatState, project: &str) -> Result<String, Response> {
-    resolve_project(s, Some(project))
-        .await
-        .map(|id| format!("project:{id}"))
+enum Got {
+    Event(Result<AgentEvent, broadcast::error::RecvError>),
+    Done(Result<Result<(), String>, tokio::sync::oneshot::error::RecvError>),
 }
 
-async fn project_secrets(State(s): State<ChatState>, Path(project): Path<String>) -> Response {
-    let scope = match project_scope(&s, &project).await {
-        Ok(scope) => scope,
-        Err(r) => return r,
-    };
-    match s.secrets.names(&scope) {
-        // Values are never returned, only masked.
-        Ok(names) => Json(json!({ "data": names.iter().map(|n| json!({ "name": n, "value": MASK })).collect::<Vec<_>>() }))
-            .into_response(),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+impl ChatService {
+    /// A service over `agent`.
+    pub fn new(
+        agent: Arc<Agent>,
+        store: DocumentStore,
+        secrets: Arc<SecretStore>,
+        urls: ProviderUrls,
+        projects_dir: PathBuf,
+        general: DocId,
+    ) -> Self {
+        Self {
+            agent,
+            store,
+            secrets,
+            urls,
+            projects_dir,
+            general,
+            turns: Mutex::new(Some(JoinSet::new())),
+        }
+    }
+
+    /// The live project `given` names (name, id or id prefix; `general` by id), or
+    /// the general project when none is given.
+    pub async fn resolve(&self, given: Option<&str>) -> Result<DocId, ProjectError> {
+        match given {
+            None => Ok(self.general),
+            Some(given) => {
+                crate::projects::find_project(&self.store, Some(self.general), given).await
+            }
+        }
+    }
+
+    /// Creates the project's directory, named by id.
+    pub fn ensure_project_dir(&self, project: DocId) {
+        ensure_project_dir(&self.projects_dir, project);
+    }
+
+    /// Starts a turn: `message` in `conversation` of `project` (already resolved). The
+    /// stream carries that conversation's events and ends after `finished`, or with an
+    /// `error` event if the turn fails before finishing.
+    pub fn start_turn(
+        &self,
+        project: DocId,
+        conversation: &str,
+        message: &str,
+    ) -> Result<impl Stream<Item = Value> + Send + 'static, ChatError> {
+        if message.trim().is_empty() {
+            return Err(ChatError::Invalid("message is empty".into()));
+        }
+        if conversation.is_empty()
+            || conversation.len() > 100
+            || conversation.chars().any(char::is_control)
+        {
+            return Err(ChatError::Invalid(
+                "a conversation name is 1-100 characters, no control characters".into(),
+            ));
+        }
+        self.ensure_project_dir(project);
+        // Subscribe before the turn starts, so no early event is lost.
+        let rx = self.agent.subscribe();
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        {
+            let mut turns = self.turns.lock().map_err(|_| ChatError::ShuttingDown)?;
+            let Some(turns) = turns.as_mut() else {
+                return Err(ChatError::ShuttingDown);
+            };
+            // Reap finished turns.
+            while turns.try_join_next().is_some() {}
+            let agent = self.agent.clone();
+            let (conv, message) = (conversation.to_string(), message.to_string());
+            turns.spawn(async move {
+                let r = agent.invoke(&conv, project, &message).await;
+                if let Err(e) = &r {
+                    tracing::warn!(conversation = %conv, error = %e, "chat turn failed");
+                }
+                let _ = done_tx.send(r.map(drop).map_err(|e| e.to_string()));
+            });
+        }
+        let state = TurnStream {
+            rx,
+            done: Some(done_rx),
+            ended: None,
+            finished: false,
+            project,
+            conversation: conversation.to_string(),
+        };
+        Ok(futures_util::stream::unfold(state, |mut st| async move {
+            st.next().await.map(|v| (v, st))
+        }))
+    }
+
+    /// Stops every turn for shutdown: new ones are refused, running ones are stopped and
+    /// given `grace` to finish (their transcripts are saved), then aborted.
+    pub async fn shutdown(&self, grace: Duration) {
+        let turns = self.turns.lock().ok().and_then(|mut t| t.take());
+        self.agent.stop_all();
+        let Some(mut turns) = turns else { return };
+        let drained =
+            tokio::time::timeout(grace, async { while turns.join_next().await.is_some() {} }).await;
+        if drained.is_err() {
+            tracing::warn!(
+                left = turns.len(),
+                "chat turns did not stop in time; aborting them"
+            );
+        }
+        turns.shutdown().await;
     }
 }
 
-#[derive(Deserialize)]
-struct SecretBody {
-    value: String,
-}
-
-async fn set_project_secret(
-    State(s): State<ChatState>,
-    Path((project, name)): Path<(String, String)>,
-    Json(b): Json<SecretBody>,
-) -> Response {
-    let scope = match project_scope(&s, &project).await {
-        Ok(scope) => scope,
-        Err(r) => return r,
-    };
-    if let Err(e) = s.secrets.set(&scope, &name, &SecretValue::new(b.value)) {
-        return error(StatusCode::BAD_REQUEST, e.to_string());
-    }
-    if let Ok(r) = s.secrets.redactor() {
-        crate::secrets::set_log_redactor(r.clone());
-        s.agent.set_redactor(r);
-    }
-    Json(json!({ "name": name, "value": MASK })).into_response()
-}
-
-async fn delete_project_secret(
-    State(s): State<ChatState>,
-    Path((project, name)): Path<(String, String)>,
-) -> Response {
-    let scope = match project_scope(&s, &project).await {
-        Ok(scope) => scope,
-        Err(r) => return r,
-    };
-    match s.secrets.delete(&scope, &name) {
-        Ok(true) => StatusCode::NO_CONTENT.into_response(),
-        Ok(false) => error(StatusCode::NOT_FOUND, format!("no secret {name:?}")),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+/// Creates `<dir>/<project id>`: directories are named by id, never by a project's name,
+/// which any paired device may set (to `../x`, say).
+pub fn ensure_project_dir(dir: &std::path::Path, project: DocId) {
+    if let Err(e) = std::fs::create_dir_all(dir.join(project.to_string())) {
+        tracing::warn!(%project, error = %e, "cannot create the project directory");
     }
 }
 
-async fn project_tools(State(s): State<ChatState>, Path(project): Path<String>) -> Response {
-    let id = match resolve_project(&s, Some(&project)).await {
-        Ok(id) => id,
-        Err(r) => return r,
-    };
-    let allowed = match s.agent.permitted(&id) {
-        Ok(t) => t.into_iter().map(|t| t.name).collect::<Vec<_>>(),
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-    };
-    let data: Vec<Value> = crate::agent::tools::catalog()
-        .into_iter()
-        .map(|t| {
-            json!({ "name": t.name, "description": t.description, "allowed": allowed.contains(&t.name),
-                    "risky": t.risk == crate::agent::tools::Risk::Risky })
-        })
-        .collect();
-    Json(json!({ "data": data })).into_response()
-}
+impl ChatService {
+    /// Puts runtime settings into force: the provider for the chat model (with its
+    /// stored key), the models, the instructions and the approval timeout.
+    /// Blocking (reads the secret store).
+    pub fn apply_runtime(&self, s: &crate::settings::RuntimeSettings) -> Result<(), String> {
+        let provider = provider_for(&s.chat_model, &self.urls, &self.secrets)?;
+        self.agent.set_provider(provider);
+        self.agent.update_config(|c| {
+            c.model = s.chat_model.model.clone();
+            c.summary_model = s.summary_model.as_ref().map(|m| m.model.clone());
+            c.instructions = s.instructions.clone();
+            c.approval_timeout = s.approval_timeout();
+        });
+        Ok(())
+    }
 
-#[derive(Deserialize)]
-struct Allowed {
-    allowed: bool,
-}
-
-async fn set_project_tool(
-    State(s): State<ChatState>,
-    Path((project, tool)): Path<(String, String)>,
-    Json(a): Json<Allowed>,
-) -> Response {
-    let id = match resolve_project(&s, Some(&project)).await {
-        Ok(id) => id,
-        Err(r) => return r,
-    };
-    match s.agent.set_permission(&id, &tool, a.allowed) {
-        Ok(()) => Json(json!({ "tool": tool, "allowed": a.allowed })).into_response(),
-        Err(e) => error(StatusCode::BAD_REQUEST, e.to_string()),
+    /// Reloads the values redacted from everything that leaves the hub (after a secret
+    /// changed). Blocking (reads the secret store).
+    pub fn refresh_redactor(&self) {
+        match self.secrets.redactor() {
+            Ok(r) => {
+                crate::secrets::set_log_redactor(r.clone());
+                self.agent.set_redactor(r);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot refresh the redactor"),
+        }
     }
 }

@@ -1,25 +1,18 @@
 //! `hearth-hub chat`: a terminal client of the running hub's agent.
 //!
-//! A binary edge (anyhow allowed). Talks to the hub's HTTP API on loopback (address in
-//! `$HEARTH_HOME/hub.http`), prints streamed text and tool activity as it happens, and
-//! answers approval requests inline. Never prints secrets: it only relays what the
-//! hub's redacted events contain.
+//! A binary edge (anyhow allowed). Talks to the hub's HTTP API on loopback through
+//! [`HubClient`] (address in `$HEARTH_HOME/hub.http`, the owner token as the credential),
+//! prints streamed text and tool activity as it happens, and answers approval requests
+//! inline. Never prints secrets: it only relays what the hub's redacted events contain.
 
 use std::{
     io::{BufRead, Write},
     path::Path,
 };
 
-use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
-use crate::agent::sse::SseDecoder;
-
-fn http_client() -> anyhow::Result<reqwest::Client> {
-    // reqwest is built without a crypto provider of its own; use ring, as iroh does.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    Ok(reqwest::Client::builder().build()?)
-}
+use crate::{agent::sse::SseDecoder, hub_client::HubClient};
 
 /// Runs the chat: one message, or a conversation read from standard input.
 pub async fn run(
@@ -29,12 +22,9 @@ pub async fn run(
     message: Option<String>,
     yes: bool,
 ) -> anyhow::Result<()> {
-    let addr = std::fs::read_to_string(home.join("hub.http"))
-        .context("the hub is not running here (no hub.http): start `hearth-hub` first")?;
-    let base = format!("http://{}", addr.trim());
-    let client = http_client()?;
+    let client = HubClient::connect(home)?;
     match message {
-        Some(m) => turn(&client, &base, project, channel, &m, yes).await,
+        Some(m) => turn(&client, project, channel, &m, yes).await,
         None => {
             let stdin = std::io::stdin();
             loop {
@@ -47,34 +37,25 @@ pub async fn run(
                 if line.trim().is_empty() {
                     continue;
                 }
-                turn(&client, &base, project, channel, line.trim(), yes).await?;
+                turn(&client, project, channel, line.trim(), yes).await?;
             }
         }
     }
 }
 
 async fn turn(
-    client: &reqwest::Client,
-    base: &str,
+    client: &HubClient,
     project: &str,
     channel: &str,
     message: &str,
     yes: bool,
 ) -> anyhow::Result<()> {
     let mut resp = client
-        .post(format!("{base}/api/v1/chat"))
-        .header("content-type", "application/json")
-        .body(json!({ "message": message, "project": project, "channel": channel }).to_string())
-        .send()
-        .await
-        .context("cannot reach the hub")?;
-    if !resp.status().is_success() {
-        let status = resp.status();
-        bail!(
-            "the hub said {status}: {}",
-            resp.text().await.unwrap_or_default()
-        );
-    }
+        .post(
+            "/chat",
+            &json!({ "message": message, "project": project, "conversation": channel }),
+        )
+        .await?;
     let mut decoder = SseDecoder::default();
     let mut out = std::io::stdout();
     while let Some(chunk) = resp.chunk().await? {
@@ -96,7 +77,7 @@ async fn turn(
                     println!("{mark} {short}");
                 }
                 Some("approval_requested") => {
-                    let id = v["id"].as_u64().unwrap_or(0);
+                    let id = v["id"].as_str().unwrap_or_default().to_string();
                     let approve = if yes {
                         true
                     } else {
@@ -113,12 +94,21 @@ async fn turn(
                         .await??;
                         matches!(answer.trim(), "y" | "Y" | "yes")
                     };
-                    client
-                        .post(format!("{base}/api/v1/approvals/{id}"))
-                        .header("content-type", "application/json")
-                        .body(json!({ "approve": approve }).to_string())
-                        .send()
-                        .await?;
+                    let decided = client
+                        .post(
+                            &format!("/approvals/{id}"),
+                            &json!({ "approve": approve, "project": v["project"],
+                                     "conversation": v["conversation"] }),
+                        )
+                        .await;
+                    if let Err(e) = decided {
+                        // Another screen may have answered first.
+                        println!("[{e:#}]");
+                    }
+                }
+                Some("error") => {
+                    println!("\n[error: {}]", v["message"].as_str().unwrap_or_default());
+                    return Ok(());
                 }
                 Some("finished") => {
                     let reason = v["reason"].as_str().unwrap_or_default();

@@ -1,97 +1,49 @@
-//! The `hearth-hub` command line: run the hub, manage devices, print a pair ticket.
+//! The `hearth-hub` command line: run the hub, manage devices and owner sessions, print a
+//! pair ticket or a login link.
 //!
-//! A binary edge: `anyhow` is allowed here and nowhere else in the crate. The binary is
-//! a one-line wrapper so tests can run the same code from a multi-call test binary.
-//! Device commands work on `hub.db` directly, whether or not the hub is running.
+//! A binary edge: `anyhow` is allowed here (and in the CLI's HTTP client) and nowhere
+//! else in the crate. The binary is a one-line wrapper so tests can run the same code from
+//! a multi-call test binary. Device and session commands work on `hub.db` directly,
+//! whether or not the hub is running; `chat` and `open` talk to the running hub's API
+//! with the owner token.
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
-use hearth_net::{NetSettings, PairTicket, RelaySetting};
+use hearth_net::PairTicket;
 use iroh_tickets::Ticket;
 
-use crate::{devices::DeviceRegistry, settings::default_home, HubSettings};
+use crate::{devices::DeviceRegistry, settings::default_home};
+
+const SETTINGS_HELP: &str = "\
+Settings:
+  Process settings (data directory, addresses, relay, mDNS, HTTP hosts, provider URLs) come
+  from defaults, then $HEARTH_HOME/hub.json, then HEARTH_* variables, then flags.
+  Runtime settings (the chat, summary and embedding models, the agent's instructions, the
+  approval timeout, tool permissions) live in hub.db and change through the API while the
+  hub runs (PATCH /api/v1/settings); their flags only seed the first start.
+
+Access:
+  The HTTP API listens on 127.0.0.1 and needs the owner's credential: $HEARTH_HOME/owner.token
+  (used by this CLI) or a browser session opened with the link `hearth-hub open` prints.";
 
 #[derive(Parser)]
 #[command(
     name = "hearth-hub",
     version,
     about = "Hearth hub: your agent and your documents, at home",
+    after_help = SETTINGS_HELP,
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
-    /// Data directory.
+    /// Data directory [default: ~/.hearth].
     #[arg(long, env = "HEARTH_HOME", global = true)]
     home: Option<PathBuf>,
     #[command(flatten)]
-    run: RunArgs,
+    run: crate::settings::ProcessArgs,
     #[command(subcommand)]
     command: Option<Command>,
-}
-
-#[derive(clap::Args)]
-struct RunArgs {
-    /// UDP address of the iroh endpoint.
-    #[arg(long, env = "HEARTH_BIND", default_value = "0.0.0.0:7447")]
-    bind: SocketAddr,
-    /// Relays: `off`, `default` (public relays) or the URL of your own iroh-relay.
-    #[arg(long, env = "HEARTH_RELAY", default_value = "off")]
-    relay: RelaySetting,
-    /// HTTP API address, or `off`.
-    #[arg(long, env = "HEARTH_HTTP", default_value = "127.0.0.1:4200")]
-    http: String,
-    /// Advertise the hub on the LAN over mDNS: `on` or `off`.
-    #[arg(long, env = "HEARTH_MDNS", default_value = "on")]
-    mdns: String,
-    /// The hub's display name.
-    #[arg(long, env = "HEARTH_NAME", default_value = "hearth")]
-    name: String,
-    /// Pair only devices that present a pair ticket (`hearth-hub ticket`).
-    #[arg(long, env = "HEARTH_PAIR_REQUIRE_TICKET")]
-    pair_require_ticket: bool,
-    /// The agent's chat model, `provider:model` (anthropic, openai or ollama).
-    #[arg(
-        long,
-        env = "HEARTH_CHAT_MODEL",
-        default_value = "anthropic:claude-sonnet-4-5"
-    )]
-    chat_model: crate::agent::provider::ModelRef,
-    /// Model for rolling conversation summaries (same provider as the chat model).
-    #[arg(long, env = "HEARTH_SUMMARY_MODEL")]
-    summary_model: Option<crate::agent::provider::ModelRef>,
-    /// Model for embeddings (an OpenAI-compatible provider: openai or ollama).
-    #[arg(
-        long,
-        env = "HEARTH_EMBEDDING_MODEL",
-        default_value = "ollama:nomic-embed-text"
-    )]
-    embedding_model: crate::agent::provider::ModelRef,
-    /// Anthropic's base URL.
-    #[arg(
-        long,
-        env = "HEARTH_ANTHROPIC_URL",
-        default_value = "https://api.anthropic.com"
-    )]
-    anthropic_url: String,
-    /// OpenAI's base URL.
-    #[arg(
-        long,
-        env = "HEARTH_OPENAI_URL",
-        default_value = "https://api.openai.com/v1"
-    )]
-    openai_url: String,
-    /// An OpenAI-compatible local server (Ollama, llama.cpp, vLLM).
-    #[arg(
-        long,
-        env = "HEARTH_OLLAMA_URL",
-        default_value = "http://127.0.0.1:11434/v1"
-    )]
-    ollama_url: String,
-    /// Test hook: the `hearth/sync/N` versions to serve instead of this build's own
-    /// (comma-separated), to play a hub of another release.
-    #[arg(long, env = "HEARTH_SYNC_VERSIONS", value_delimiter = ',', hide = true)]
-    sync_versions: Vec<u16>,
 }
 
 #[derive(Subcommand)]
@@ -122,6 +74,30 @@ enum Command {
     SetKey {
         /// anthropic, openai or ollama.
         provider: String,
+    },
+    /// Print a one-time login link for a browser (and open it when a desktop is
+    /// present); the running hub's API must be up.
+    Open {
+        /// Print the link only; do not start a browser.
+        #[arg(long)]
+        no_browser: bool,
+        /// Seconds the link stays valid (1-600).
+        #[arg(long, default_value_t = 120)]
+        ttl: u64,
+    },
+    /// Browser sessions of the owner.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+#[derive(Subcommand)]
+enum SessionsCommand {
+    /// List open browser sessions.
+    List,
+    /// End a browser session (it must log in again).
+    End {
+        /// Session id (or a prefix of at least 4 characters).
+        id: String,
     },
 }
 
@@ -248,7 +224,7 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
             let addr: iroh::EndpointAddr =
                 serde_json::from_str(&text).context("reading hub.addr")?;
             let secret = registry()?.issue_ticket()?;
-            let name = cli.run.name.clone();
+            let name = crate::settings::load(home.clone(), cli.run)?.name;
             let ticket = PairTicket { addr, name, secret };
             let fingerprint = hearth_net::fingerprint(ticket.addr.id.as_bytes());
             println!("{}", ticket.encode_string());
@@ -265,6 +241,31 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
             yes,
         } => {
             crate::chat_cli::run(&home, &project, &channel, message, yes).await?;
+        }
+        Command::Open { no_browser, ttl } => {
+            crate::hub_client::open(&home, ttl, !no_browser).await?;
+        }
+        Command::Sessions(cmd) => {
+            let path = home.join("hub.db");
+            crate::hubdb::check(&path)?;
+            let sessions = crate::owner::OwnerSessions::open(&path)?;
+            match cmd {
+                SessionsCommand::List => {
+                    for s in sessions.list()? {
+                        println!(
+                            "{}\tstarted {}\tlast used {}\t{}",
+                            s.id,
+                            fmt_time(Some(s.created_at)),
+                            fmt_time(Some(s.last_used)),
+                            s.user_agent
+                        );
+                    }
+                }
+                SessionsCommand::End { id } => {
+                    let s = sessions.end(&id)?;
+                    println!("ended session {}", s.id);
+                }
+            }
         }
         Command::SetKey { provider } => {
             let mut key = String::new();
@@ -415,44 +416,8 @@ fn resolve_project(home: &std::path::Path, what: &str) -> anyhow::Result<String>
     Ok(crate::projects::find_project_blocking(&store, general, what)?.to_string())
 }
 
-async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
-    let http = match args.http.as_str() {
-        "off" => None,
-        addr => Some(
-            addr.parse()
-                .with_context(|| format!("--http {addr:?} is not an address or `off`"))?,
-        ),
-    };
-    let mdns = match args.mdns.as_str() {
-        "on" | "true" | "1" => true,
-        "off" | "false" | "0" => false,
-        other => bail!("--mdns {other:?}: use on or off"),
-    };
-    let settings = HubSettings {
-        home,
-        net: NetSettings {
-            bind: args.bind,
-            relay: args.relay,
-        },
-        http,
-        mdns,
-        name: args.name,
-        pair_require_ticket: args.pair_require_ticket,
-        chat_model: args.chat_model,
-        summary_model: args.summary_model,
-        embedding_model: args.embedding_model,
-        provider_urls: crate::chat::ProviderUrls {
-            anthropic: args.anthropic_url,
-            openai: args.openai_url,
-            ollama: args.ollama_url,
-        },
-        sync_versions: if args.sync_versions.is_empty() {
-            hearth_protocol::SYNC_VERSIONS.to_vec()
-        } else {
-            args.sync_versions
-        },
-        pair_versions: hearth_protocol::PAIR_VERSIONS.to_vec(),
-    };
+async fn run(home: PathBuf, args: crate::settings::ProcessArgs) -> anyhow::Result<()> {
+    let settings = crate::settings::load(home, args)?;
     let hub = crate::launch(settings).await.context("starting the hub")?;
     let addrs: Vec<String> = hub.sync_addrs.iter().map(ToString::to_string).collect();
     // One machine-readable line for scripts and tests; logs go to stderr.

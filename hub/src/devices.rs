@@ -47,6 +47,9 @@ pub enum DeviceError {
     /// The database failed.
     #[error("device database: {0}")]
     Db(#[from] rusqlite::Error),
+    /// `hub.db` cannot be used (e.g. it is from a newer release).
+    #[error(transparent)]
+    HubDb(#[from] crate::hubdb::HubDbError),
     /// No pending request has this code (says nothing about which codes exist).
     #[error("no pairing request has code {0}: check the code shown on the device")]
     WrongCode(String),
@@ -250,47 +253,6 @@ fn new_code() -> Result<String, DeviceError> {
     Ok(out)
 }
 
-/// Numbered migrations of `hub.db`; `PRAGMA user_version` counts those applied.
-pub(crate) const MIGRATIONS: &[&str] = &[
-    "
-CREATE TABLE IF NOT EXISTS devices (
-    node_id TEXT PRIMARY KEY NOT NULL,
-    name TEXT NOT NULL,
-    scope TEXT,
-    paired_at INTEGER NOT NULL,
-    last_seen INTEGER,
-    revoked_at INTEGER,
-    online INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS pair_requests (
-    code TEXT PRIMARY KEY NOT NULL,
-    node_id TEXT NOT NULL,
-    device_name TEXT NOT NULL,
-    created_at INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL,
-    state TEXT NOT NULL,
-    scope TEXT,
-    ticket BLOB
-);
-CREATE INDEX IF NOT EXISTS pair_requests_node ON pair_requests(node_id, created_at);
-CREATE TABLE IF NOT EXISTS tickets (
-    secret BLOB PRIMARY KEY NOT NULL,
-    created_at INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL,
-    used_at INTEGER
-);
-CREATE TABLE IF NOT EXISTS approve_attempts (
-    at INTEGER NOT NULL,
-    ok INTEGER NOT NULL
-);
-",
-    "
-ALTER TABLE pair_requests ADD COLUMN origin TEXT;
-CREATE INDEX IF NOT EXISTS pair_requests_origin ON pair_requests(origin, created_at);
-ALTER TABLE tickets ADD COLUMN reserved_by TEXT;
-",
-];
-
 /// Columns [`pending_from_row`] reads, over `pair_requests r LEFT JOIN devices d`.
 const PENDING_COLUMNS: &str = "r.code, r.node_id, r.device_name, r.created_at, r.expires_at,
     d.revoked_at IS NOT NULL";
@@ -323,15 +285,7 @@ fn device_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Device> {
 impl DeviceRegistry {
     /// Opens (creating) the registry at `path`.
     pub fn open(path: &Path) -> Result<Self, DeviceError> {
-        let conn = Connection::open(path)?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        let applied: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied as usize) {
-            conn.execute_batch(sql)?;
-            conn.pragma_update(None, "user_version", (i + 1) as i64)?;
-        }
+        let conn = crate::hubdb::open(path, crate::hubdb::Durability::Full)?;
         Ok(Self {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),

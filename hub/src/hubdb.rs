@@ -1,12 +1,15 @@
-//! Opening `hub.db`, the hub's relational database, safely: the file is private (0600,
-//! with its `-wal` and `-shm`), every connection waits on locks, and a database whose
-//! schema version (`PRAGMA user_version`) is newer than this code knows is refused with a
-//! message naming both versions, before any module reads or migrates it. Also the hub's
-//! small key-value table (`hub_meta`), which remembers e.g. the `general` project's id.
+//! The one owner of `hub.db`, the hub's relational database: every connection to it is
+//! opened here, with one set of pragmas (private file with its `-wal` and `-shm`, WAL,
+//! a busy timeout, foreign keys on), and one numbered migration list ([`MIGRATIONS`])
+//! creates every hub table: devices and pairing, messages and summaries, the audit log,
+//! tool permissions, usage, project updates, secrets, owner sessions and login links,
+//! runtime settings. A database whose schema version (`PRAGMA user_version`) is newer
+//! than this code knows is refused with a message naming both versions, before anything
+//! reads or migrates it. Also the small key-value table `hub_meta` (e.g. the `general`
+//! project's id).
 //!
-//! Every module that opens `hub.db` goes through [`open`] (or [`check`] before a module
-//! that opens it itself, `devices`). This module never migrates another module's tables
-//! and never lowers `user_version`.
+//! Modules keep their own connection (each behind its own mutex) but never create a
+//! table or set a pragma themselves. This module never lowers `user_version`.
 
 use std::{
     path::{Path, PathBuf},
@@ -15,10 +18,166 @@ use std::{
 
 use rusqlite::{Connection, OptionalExtension};
 
+/// Numbered migrations of `hub.db`, in order; `PRAGMA user_version` counts those applied.
+/// Append only: a released migration is never edited.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: devices and pairing.
+    "
+CREATE TABLE IF NOT EXISTS devices (
+    node_id TEXT PRIMARY KEY NOT NULL,
+    name TEXT NOT NULL,
+    scope TEXT,
+    paired_at INTEGER NOT NULL,
+    last_seen INTEGER,
+    revoked_at INTEGER,
+    online INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS pair_requests (
+    code TEXT PRIMARY KEY NOT NULL,
+    node_id TEXT NOT NULL,
+    device_name TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    scope TEXT,
+    ticket BLOB
+);
+CREATE INDEX IF NOT EXISTS pair_requests_node ON pair_requests(node_id, created_at);
+CREATE TABLE IF NOT EXISTS tickets (
+    secret BLOB PRIMARY KEY NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at INTEGER
+);
+CREATE TABLE IF NOT EXISTS approve_attempts (
+    at INTEGER NOT NULL,
+    ok INTEGER NOT NULL
+);
+",
+    // 2: pairing limits per address, ticket reservation.
+    "
+ALTER TABLE pair_requests ADD COLUMN origin TEXT;
+CREATE INDEX IF NOT EXISTS pair_requests_origin ON pair_requests(origin, created_at);
+ALTER TABLE tickets ADD COLUMN reserved_by TEXT;
+",
+    // 3: the tables that modules used to create outside the numbering, adopted as they
+    // were (IF NOT EXISTS: an older hub.db already has some of them).
+    "
+CREATE TABLE IF NOT EXISTS hub_meta (
+    key TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_channel ON messages(channel, id);
+CREATE TABLE IF NOT EXISTS audit_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    channel TEXT NOT NULL,
+    project TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    args TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    is_error INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS audit_log_append_only_u BEFORE UPDATE ON audit_log
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_log_append_only_d BEFORE DELETE ON audit_log
+    BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+CREATE TABLE IF NOT EXISTS tool_permissions (
+    project TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    allowed INTEGER NOT NULL,
+    PRIMARY KEY (project, tool)
+);
+CREATE TABLE IF NOT EXISTS channel_summaries (
+    channel TEXT PRIMARY KEY NOT NULL,
+    summary TEXT NOT NULL,
+    covered_until INTEGER NOT NULL,
+    seen_until INTEGER NOT NULL DEFAULT 0,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS usage_daily (
+    day TEXT NOT NULL,
+    model TEXT NOT NULL,
+    project TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_tokens INTEGER NOT NULL DEFAULT 0,
+    requests INTEGER NOT NULL DEFAULT 0,
+    cost_micro_usd INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (day, model, project)
+);
+CREATE TABLE IF NOT EXISTS updates (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project TEXT NOT NULL,
+    task TEXT,
+    text TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS updates_project ON updates(project, id);
+CREATE TABLE IF NOT EXISTS secrets (
+    scope TEXT NOT NULL,
+    name TEXT NOT NULL,
+    nonce BLOB NOT NULL,
+    ciphertext BLOB NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (scope, name)
+);
+",
+    // 4: conversations belong to a project: messages and summaries are keyed by
+    // (project, conversation). Messages from before have no project ('') and are never
+    // read again; summaries keyed by channel alone are dropped (they mixed projects).
+    "
+ALTER TABLE messages ADD COLUMN project TEXT NOT NULL DEFAULT '';
+ALTER TABLE messages RENAME COLUMN channel TO conversation;
+DROP INDEX IF EXISTS messages_channel;
+CREATE INDEX messages_conversation ON messages(project, conversation, id);
+DROP TABLE channel_summaries;
+CREATE TABLE conversation_summaries (
+    project TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    covered_until INTEGER NOT NULL,
+    seen_until INTEGER NOT NULL DEFAULT 0,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (project, conversation)
+);
+ALTER TABLE audit_log RENAME COLUMN channel TO conversation;
+",
+    // 5: the owner's browser sessions and one-time login links (secrets stored as
+    // SHA-256 hashes only), and runtime settings changed through the API.
+    "
+CREATE TABLE owner_sessions (
+    id TEXT PRIMARY KEY NOT NULL,
+    token_hash BLOB NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    last_used INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    user_agent TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE login_links (
+    hash BLOB PRIMARY KEY NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at INTEGER
+);
+CREATE TABLE settings (
+    key TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+",
+];
+
 /// The highest `hub.db` schema version (`PRAGMA user_version`) this code knows: the
-/// number of numbered migrations (today those of `devices`). A test checks that it
-/// matches what a fresh database ends with, so a new migration must bump it.
-pub const HUB_DB_VERSION: i64 = crate::devices::MIGRATIONS.len() as i64;
+/// number of [`MIGRATIONS`].
+pub const HUB_DB_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// Why `hub.db` could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -56,13 +215,14 @@ pub enum Durability {
     Full,
 }
 
-/// Opens `path` (creating it private), in WAL mode, refusing a newer schema version.
+/// Opens `path` (creating it private), in WAL mode with foreign keys on, refusing a
+/// newer schema version and applying the migrations this code knows that it lacks.
 pub fn open(path: &Path, durability: Durability) -> Result<Connection, HubDbError> {
     hearth_net::files::secure_db_files(path).map_err(|source| HubDbError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    let conn = Connection::open(path)?;
+    let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(10))?;
     check_version(&conn, path)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -71,17 +231,32 @@ pub fn open(path: &Path, durability: Durability) -> Result<Connection, HubDbErro
         Durability::Full => "FULL",
     };
     conn.pragma_update(None, "synchronous", sync)?;
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS hub_meta (
-            key TEXT PRIMARY KEY NOT NULL,
-            value TEXT NOT NULL
-        );",
-    )?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    migrate(&mut conn, path)?;
     Ok(conn)
 }
 
-/// Checks `path` before a module that opens it itself (the device registry): the file is
-/// made private and a newer schema version is refused.
+/// Applies the migrations `conn` lacks, in one immediate transaction (so two processes
+/// opening a fresh `hub.db` at once migrate it once).
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), HubDbError> {
+    let applied: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if applied == HUB_DB_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    // Read again under the write lock: another process may have migrated meanwhile.
+    let applied: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    check_version(&tx, path)?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied.max(0) as usize) {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Checks `path` before anything else touches it: the file is made private, a newer
+/// schema version is refused, and missing migrations are applied.
 pub fn check(path: &Path) -> Result<(), HubDbError> {
     open(path, Durability::Full).map(drop)
 }
@@ -136,7 +311,7 @@ mod tests {
     fn known_version_matches_the_migrations() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("hub.db");
-        let _reg = crate::devices::DeviceRegistry::open(&path).expect("registry");
+        check(&path).expect("open");
         let c = Connection::open(&path).expect("raw open");
         let v: i64 = c
             .query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -154,19 +329,26 @@ mod tests {
         check(&path).expect("fresh");
         bump(&path, HUB_DB_VERSION + 1);
         let msg = check(&path).expect_err("too new").to_string();
-        let (found, known) = (HUB_DB_VERSION + 1, HUB_DB_VERSION);
-        assert!(msg.contains(&format!("schema version {found}")), "{msg}");
-        assert!(msg.contains(&format!("versions up to {known}")), "{msg}");
+        assert!(
+            msg.contains(&format!("schema version {}", HUB_DB_VERSION + 1)),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!("versions up to {HUB_DB_VERSION}")),
+            "{msg}"
+        );
         assert!(msg.contains("newer release"), "{msg}");
         let e = open(&path, Durability::Normal).expect_err("open refuses");
         assert!(
             matches!(
                 e,
-                HubDbError::TooNew { found: f, known: k, .. } if f == found && k == known
+                HubDbError::TooNew { found, known, .. } if found == HUB_DB_VERSION + 1 && known == HUB_DB_VERSION
             ),
             "{e}"
         );
         let e = crate::agent::tools::UpdateLog::open(&path).expect_err("update log refuses");
+        assert!(e.to_string().contains("newer release"), "{e}");
+        let e = crate::devices::DeviceRegistry::open(&path).expect_err("registry refuses");
         assert!(e.to_string().contains("newer release"), "{e}");
         let e = crate::secrets::SecretStore::open(&path, &dir.path().join("server.secret"))
             .expect_err("secret store refuses");
@@ -177,6 +359,51 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
         assert_eq!(v, HUB_DB_VERSION + 1);
+    }
+
+    #[test]
+    fn a_hub_db_from_before_the_numbering_migrates() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("hub.db");
+        {
+            // What an older hub left: devices at version 2, the other tables made ad hoc.
+            let c = Connection::open(&path).expect("raw open");
+            for sql in &MIGRATIONS[..2] {
+                c.execute_batch(sql).expect("old migration");
+            }
+            c.pragma_update(None, "user_version", 2).expect("version");
+            c.execute_batch(
+                "CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, channel TEXT NOT NULL,
+                   role TEXT NOT NULL, content TEXT NOT NULL, created_at INTEGER NOT NULL);
+                 INSERT INTO messages (channel, role, content, created_at) VALUES ('cli', 'user', '[]', 1);
+                 CREATE TABLE channel_summaries (channel TEXT PRIMARY KEY NOT NULL, summary TEXT NOT NULL,
+                   covered_until INTEGER NOT NULL, seen_until INTEGER NOT NULL DEFAULT 0,
+                   updated_at INTEGER NOT NULL);
+                 INSERT INTO channel_summaries VALUES ('cli', 'mixed projects', 1, 1, 1);",
+            )
+            .expect("ad hoc tables");
+        }
+        let c = open(&path, Durability::Normal).expect("migrates");
+        let v: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .expect("version");
+        assert_eq!(v, HUB_DB_VERSION);
+        // Old messages belong to no project; summaries keyed by channel alone are gone.
+        let (project, conversation): (String, String) = c
+            .query_row("SELECT project, conversation FROM messages", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("message kept");
+        assert_eq!((project.as_str(), conversation.as_str()), ("", "cli"));
+        let n: i64 = c
+            .query_row("SELECT count(*) FROM conversation_summaries", [], |r| {
+                r.get(0)
+            })
+            .expect("summaries");
+        assert_eq!(n, 0);
+        // Reopening changes nothing.
+        drop(c);
+        check(&path).expect("again");
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! over mDNS, and serves the document and device API over HTTP. The agent (so far its
 //! model providers), channels and the scheduler grow here next.
 //!
-//! - [`settings`]: the one place configuration is read (flags and `HEARTH_*` variables);
+//! - [`settings`]: the one place configuration is read: process settings (defaults,
+//!   `hub.json`, `HEARTH_*` variables, flags) and runtime settings (in `hub.db`);
 //! - [`devices`]: paired devices, pairing requests and tickets (`hub.db`);
 //! - [`access`]: the handshake hook that refuses unpaired and revoked keys, and the
 //!   tracker that cuts revoked devices off;
@@ -14,8 +15,11 @@
 //! - [`sync_service`]: the `hearth/sync/N` handler (every version the hub speaks);
 //! - [`versions_service`]: the unversioned `hearth/versions` handler (which versions the
 //!   hub speaks, for devices that share none);
-//! - [`hubdb`]: opening `hub.db` (private file, refusing a newer schema version);
-//! - [`http`]: the hub-only HTTP routes (devices), merged with `hearth_ui::router`;
+//! - [`hubdb`]: the one owner of `hub.db`: pragmas, the numbered migrations of every hub
+//!   table, refusing a newer schema version;
+//! - [`api`]: the HTTP API, one router at `/api/v1` behind the owner access guard;
+//! - [`owner`]: the owner token, login links and browser sessions;
+//! - [`chat`]: chat turns (owned by the hub, stopped at shutdown) and their event streams;
 //! - [`launch`]: starts everything and shuts it down in order;
 //! - [`cli`]: the `hearth-hub` command line;
 //! - [`agent`]: the agent's parts; so far the model providers;
@@ -26,12 +30,14 @@
 
 pub mod access;
 pub mod agent;
+pub mod api;
 pub mod chat;
 pub mod chat_cli;
 pub mod cli;
 pub mod devices;
-pub mod http;
+pub mod hub_client;
 pub mod hubdb;
+pub mod owner;
 pub mod pair_service;
 pub mod projects;
 pub mod secrets;
@@ -79,6 +85,12 @@ pub enum HubError {
     /// The secret store failed.
     #[error(transparent)]
     Secrets(#[from] secrets::SecretError),
+    /// The owner token or sessions failed.
+    #[error(transparent)]
+    Owner(#[from] owner::OwnerError),
+    /// Settings are invalid.
+    #[error(transparent)]
+    Settings(#[from] settings::SettingsError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -105,6 +117,7 @@ pub struct Hub {
     pub http_addr: Option<SocketAddr>,
     store: DocumentStore,
     router: Router,
+    chat: Arc<chat::ChatService>,
     http: Option<(
         tokio::sync::oneshot::Sender<()>,
         tokio::task::JoinHandle<()>,
@@ -224,67 +237,79 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     let projects_dir = settings.home.join("projects");
     ensure_project_dirs(&store, &projects_dir).await;
     let secrets = Arc::new(secrets::SecretStore::open(
-        &settings.home.join("hub.db"),
+        &hub_db,
         &settings.home.join("server.secret"),
     )?);
-    if settings.embedding_model.provider == "anthropic" {
-        return Err(HubError::Agent(agent::runner::AgentError::Invalid(
-            "the embedding model needs an OpenAI-compatible provider (openai or ollama)".into(),
-        )));
-    }
-    if let Some(m) = &settings.summary_model {
-        if m.provider != settings.chat_model.provider {
-            return Err(HubError::Agent(agent::runner::AgentError::Invalid(
-                format!(
-                    "the summary model {m} must use the chat model's provider ({})",
-                    settings.chat_model.provider
-                ),
-            )));
-        }
-    }
-    let provider = chat::provider_for(&settings.chat_model, &settings.provider_urls, &secrets)
+    // Runtime settings live in hub.db; flags only seed the first start.
+    let runtime = Arc::new(settings::RuntimeStore::open(&hub_db)?);
+    let now = runtime.seed(&settings.seeds)?;
+    let provider = chat::provider_for(&now.chat_model, &settings.provider_urls, &secrets)
         .map_err(|e| HubError::Agent(agent::runner::AgentError::Invalid(e)))?;
     let agent_config = agent::runner::AgentConfig {
-        model: settings.chat_model.model.clone(),
+        model: now.chat_model.model.clone(),
         projects_dir: Some(projects_dir.clone()),
-        summary_model: settings.summary_model.as_ref().map(|m| m.model.clone()),
+        summary_model: now.summary_model.as_ref().map(|m| m.model.clone()),
+        instructions: now.instructions.clone(),
+        approval_timeout: now.approval_timeout(),
         ..agent::runner::AgentConfig::default()
     };
     let agent = Arc::new(agent::runner::Agent::new(
         store.clone(),
         provider,
         agent_config,
-        &settings.home.join("hub.db"),
+        &hub_db,
     )?);
     let redactor = secrets.redactor()?;
     secrets::set_log_redactor(redactor.clone());
     agent.set_redactor(redactor);
-    let chat_state = chat::ChatState {
-        agent: agent.clone(),
-        store: store.clone(),
+    let chat = Arc::new(chat::ChatService::new(
+        agent,
+        store.clone(),
         secrets,
-        model: settings.chat_model.clone(),
-        embedding_model: settings.embedding_model.clone(),
-        urls: settings.provider_urls.clone(),
+        settings.provider_urls.clone(),
         projects_dir,
         general,
-    };
+    ));
     tracing::debug!(%general, "general project ready");
+    // The owner's credential for the API: created at first start, read by the CLI.
+    let token = owner::OwnerToken::load_or_create(&settings.home)?;
 
     let mut http = None;
     let mut http_addr = None;
     if let Some(addr) = settings.http {
+        if !addr.ip().is_loopback() {
+            tracing::warn!(%addr, "the HTTP API listens beyond loopback: it speaks plain HTTP and must sit behind a TLS proxy");
+            eprintln!(
+                "WARNING: the HTTP API listens on {addr}, beyond loopback. It speaks plain HTTP: \
+                 put it behind a TLS proxy, and list the proxy's host name with --http-host."
+            );
+        }
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| HubError::Http { addr, source })?;
-        http_addr = listener.local_addr().ok();
-        // `hearth-hub chat` finds the running hub's API here.
-        if let Some(a) = http_addr {
-            let _ = std::fs::write(settings.home.join("hub.http"), a.to_string());
+        let bound = listener
+            .local_addr()
+            .map_err(|source| HubError::Http { addr, source })?;
+        http_addr = Some(bound);
+        // `hearth-hub chat` and `hearth-hub open` find the running hub's API here.
+        if let Err(e) = std::fs::write(settings.home.join("hub.http"), bound.to_string()) {
+            tracing::warn!(error = %e, "cannot record the HTTP address in hub.http");
         }
-        let app = hearth_ui::router(store.clone())
-            .merge(http::router(registry.clone(), tracker.clone()))
-            .merge(chat::router(chat_state.clone()));
+        let access = Arc::new(api::guard::Access::new(
+            token,
+            Arc::new(owner::OwnerSessions::open(&hub_db)?),
+            api::guard::cookie_name(&id.to_string()),
+            bound.port(),
+            settings.http_hosts.clone(),
+        ));
+        let app = api::router(api::ApiState {
+            store: store.clone(),
+            registry: registry.clone(),
+            tracker: tracker.clone(),
+            chat: chat.clone(),
+            runtime,
+            access,
+        });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)
@@ -305,6 +330,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         http_addr,
         store,
         router,
+        chat,
         http,
         advertiser,
         stop_watch,
@@ -326,15 +352,27 @@ impl Hub {
         self.shutdown().await;
     }
 
-    /// Shuts down in order.
+    /// Shuts down in order: the HTTP server stops accepting; chat turns are stopped
+    /// (their streams end, so the server's open responses finish) and the server drains;
+    /// the iroh router lets sync sessions flush; the store checkpoints its WAL.
     pub async fn shutdown(self) {
         drop(self.advertiser);
         self.addr_task.abort();
         let _ = self.stop_watch.send(true);
         let _ = self.revocations.await;
-        if let Some((tx, task)) = self.http {
+        let http = self.http.map(|(tx, task)| {
             let _ = tx.send(());
-            let _ = task.await;
+            task
+        });
+        self.chat.shutdown(std::time::Duration::from_secs(5)).await;
+        if let Some(mut task) = http {
+            if tokio::time::timeout(std::time::Duration::from_secs(10), &mut task)
+                .await
+                .is_err()
+            {
+                tracing::warn!("HTTP connections did not close in time; dropping them");
+                task.abort();
+            }
         }
         if let Err(e) = self.router.shutdown().await {
             tracing::warn!(error = %e, "router shutdown");
@@ -345,7 +383,8 @@ impl Hub {
     }
 }
 
-/// Creates `projects/<name>` for every project (the agent's working directory there).
+/// Creates `projects/<id>` for every project (the agent's working directory there):
+/// named by id, never by a name a peer could set to `../x`.
 async fn ensure_project_dirs(store: &DocumentStore, dir: &std::path::Path) {
     let Ok(page) = store
         .list(hearth_sync::Filter {
@@ -357,8 +396,6 @@ async fn ensure_project_dirs(store: &DocumentStore, dir: &std::path::Path) {
         return;
     };
     for p in page.data {
-        if let Err(e) = std::fs::create_dir_all(dir.join(&p.title)) {
-            tracing::warn!(project = %p.title, error = %e, "cannot create the project directory");
-        }
+        chat::ensure_project_dir(dir, p.id);
     }
 }

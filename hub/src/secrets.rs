@@ -143,16 +143,6 @@ impl SecretStore {
         let cipher =
             Aes256Gcm::new_from_slice(&key).map_err(|e| SecretError::Invalid(e.to_string()))?;
         let conn = crate::hubdb::open(db, crate::hubdb::Durability::Full)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS secrets (
-                scope TEXT NOT NULL,
-                name TEXT NOT NULL,
-                nonce BLOB NOT NULL,
-                ciphertext BLOB NOT NULL,
-                updated_at INTEGER NOT NULL,
-                PRIMARY KEY (scope, name)
-            );",
-        )?;
         Ok(Self {
             cipher,
             conn: Mutex::new(conn),
@@ -294,16 +284,53 @@ impl Redactor {
         Self { values }
     }
 
-    /// `text` with every known value replaced.
+    /// `text` with every known value replaced, in its plain form and in its
+    /// JSON-escaped form (a value with a quote, backslash or control character is
+    /// written differently inside a JSON string).
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();
         for v in &self.values {
-            if out.contains(v.expose()) {
-                out = out.replace(v.expose(), "[REDACTED]");
+            let plain = v.expose();
+            if out.contains(plain) {
+                out = out.replace(plain, "[REDACTED]");
+            }
+            let escaped = json_escaped(plain);
+            if escaped != plain && out.contains(&escaped) {
+                out = out.replace(&escaped, "[REDACTED]");
             }
         }
         out
     }
+
+    /// `value` with every string in it (keys included) redacted.
+    pub fn redact_json(&self, value: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        if self.values.is_empty() {
+            return value.clone();
+        }
+        match value {
+            Value::String(s) => Value::String(self.redact(s)),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.redact_json(v)).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| (self.redact(k), self.redact_json(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+/// `s` as it appears inside a JSON string literal (without the quotes).
+fn json_escaped(s: &str) -> String {
+    let quoted = serde_json::to_string(s).unwrap_or_default();
+    quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .unwrap_or(s)
+        .to_string()
 }
 
 #[cfg(test)]
@@ -422,6 +449,21 @@ mod tests {
             r.redact("token=hunter2hunter2; abc stays"),
             "token=[REDACTED]; abc stays"
         );
+    }
+
+    #[test]
+    fn redaction_covers_json_escaped_values_and_json_trees() {
+        let secret = "pa\"ss\\word\n42";
+        let r = Redactor::new(vec![SecretValue::new(secret)]);
+        let as_json = serde_json::json!({ "password": secret }).to_string();
+        assert!(!as_json.contains(secret), "escaped differently in JSON");
+        let clean = r.redact(&as_json);
+        assert!(clean.contains("[REDACTED]"), "{clean}");
+        assert!(!clean.contains("ss\\\\word"), "{clean}");
+        let tree = serde_json::json!({ "args": [{ "text": format!("key {secret} end") }], "n": 1 });
+        let clean = r.redact_json(&tree);
+        assert_eq!(clean["args"][0]["text"], "key [REDACTED] end");
+        assert_eq!(clean["n"], 1);
     }
 }
 

@@ -1,11 +1,54 @@
-//! Hub settings: the one place configuration is read.
+//! Hub settings: the one place configuration is read. Two kinds, each with one home:
 //!
-//! Flags override `HEARTH_*` environment variables, which override the embedded
-//! defaults (see `main.rs` for the flag definitions). Nothing else reads the environment.
+//! - **Process settings** (data directory, addresses and ports, relay, mDNS, the HTTP
+//!   host allowlist, provider URLs) are read once at start, here: embedded defaults, then
+//!   the file `$HEARTH_HOME/hub.json` ([`SETTINGS_FILE`], optional), then `HEARTH_*`
+//!   environment variables, then flags (clap reads those two; see [`ProcessArgs`]).
+//! - **Runtime settings** (the chat, summary and embedding models, the agent's
+//!   instructions, the approval timeout) live in `hub.db` ([`RuntimeStore`]) and change
+//!   through the API while the hub runs. A flag or variable for one of them only seeds
+//!   the first start; after that the database wins.
+//!
+//! Nothing else in the hub reads the environment or these files.
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    sync::{Mutex, MutexGuard},
+    time::Duration,
+};
 
-use hearth_net::NetSettings;
+use hearth_net::{NetSettings, RelaySetting};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Deserialize;
+
+use crate::{agent::provider::ModelRef, chat::ProviderUrls};
+
+/// The optional settings file in the data directory.
+pub const SETTINGS_FILE: &str = "hub.json";
+
+/// Why settings could not be read or changed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// The settings file is unreadable or malformed.
+    #[error("{path}: {reason}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A value is invalid.
+    #[error("{0}")]
+    Invalid(String),
+    /// `hub.db` could not be opened.
+    #[error(transparent)]
+    HubDb(#[from] crate::hubdb::HubDbError),
+    /// The database failed.
+    #[error("settings storage: {0}")]
+    Db(#[from] rusqlite::Error),
+}
 
 /// Everything the hub needs to start.
 #[derive(Debug, Clone)]
@@ -16,20 +59,19 @@ pub struct HubSettings {
     pub net: NetSettings,
     /// HTTP API address; `None` disables it.
     pub http: Option<SocketAddr>,
+    /// Host names (with or without a port) besides the loopback names that requests may
+    /// address the API by, e.g. the name of a TLS proxy in front of it.
+    pub http_hosts: Vec<String>,
     /// Advertise the hub on the LAN over mDNS.
     pub mdns: bool,
     /// Display name shown to devices.
     pub name: String,
     /// Accept pairing requests only with a pair ticket's secret.
     pub pair_require_ticket: bool,
-    /// The agent's chat model, `provider:model`.
-    pub chat_model: crate::agent::provider::ModelRef,
-    /// The model for rolling summaries; the chat model when `None`.
-    pub summary_model: Option<crate::agent::provider::ModelRef>,
-    /// The embedding model (OpenAI-compatible provider), for semantic search.
-    pub embedding_model: crate::agent::provider::ModelRef,
     /// Where the model providers live.
-    pub provider_urls: crate::chat::ProviderUrls,
+    pub provider_urls: ProviderUrls,
+    /// Runtime settings to store on the first start (the database wins afterwards).
+    pub seeds: RuntimeSeeds,
     /// The `hearth/sync/N` versions served (normally `hearth_protocol::SYNC_VERSIONS`;
     /// tests inject others to play a hub of another release).
     pub sync_versions: Vec<u16>,
@@ -37,10 +79,569 @@ pub struct HubSettings {
     pub pair_versions: Vec<u16>,
 }
 
-/// The default data directory: `$HEARTH_HOME`, else `~/.hearth`.
+impl HubSettings {
+    /// Settings for `home` with every default (HTTP on 127.0.0.1:4200).
+    pub fn defaults(home: PathBuf) -> Self {
+        Self {
+            home,
+            net: NetSettings {
+                bind: SocketAddr::from(([0, 0, 0, 0], 7447)),
+                relay: RelaySetting::Disabled,
+            },
+            http: Some(SocketAddr::from(([127, 0, 0, 1], 4200))),
+            http_hosts: Vec::new(),
+            mdns: true,
+            name: "hearth".into(),
+            pair_require_ticket: false,
+            provider_urls: ProviderUrls::default(),
+            seeds: RuntimeSeeds::default(),
+            sync_versions: hearth_protocol::SYNC_VERSIONS.to_vec(),
+            pair_versions: hearth_protocol::PAIR_VERSIONS.to_vec(),
+        }
+    }
+}
+
+/// The default data directory: `~/.hearth` (`$HEARTH_HOME` is read by the CLI).
 pub fn default_home() -> PathBuf {
     match std::env::var_os("HOME") {
         Some(home) => PathBuf::from(home).join(".hearth"),
         None => PathBuf::from(".hearth"),
+    }
+}
+
+/// Process settings as flags and `HEARTH_*` variables (a flag wins over its variable,
+/// which wins over `hub.json`, which wins over the default).
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct ProcessArgs {
+    /// UDP address of the iroh endpoint [default: 0.0.0.0:7447].
+    #[arg(long, env = "HEARTH_BIND")]
+    pub bind: Option<SocketAddr>,
+    /// Relays: `off`, `default` (public relays) or the URL of your own iroh-relay
+    /// [default: off].
+    #[arg(long, env = "HEARTH_RELAY")]
+    pub relay: Option<RelaySetting>,
+    /// HTTP API address, or `off` [default: 127.0.0.1:4200]. An address beyond loopback
+    /// also needs --http-allow-remote.
+    #[arg(long, env = "HEARTH_HTTP")]
+    pub http: Option<String>,
+    /// Allow the HTTP API on an address beyond loopback. It must then sit behind a TLS
+    /// proxy: the API speaks plain HTTP.
+    #[arg(long, env = "HEARTH_HTTP_ALLOW_REMOTE")]
+    pub http_allow_remote: bool,
+    /// Another host name requests may address the API by (besides localhost, 127.0.0.1
+    /// and [::1] with the API's port), e.g. your TLS proxy's; repeat or comma-separate.
+    #[arg(long = "http-host", env = "HEARTH_HTTP_HOSTS", value_delimiter = ',')]
+    pub http_hosts: Vec<String>,
+    /// Advertise the hub on the LAN over mDNS: `on` or `off` [default: on].
+    #[arg(long, env = "HEARTH_MDNS")]
+    pub mdns: Option<String>,
+    /// The hub's display name [default: hearth].
+    #[arg(long, env = "HEARTH_NAME")]
+    pub name: Option<String>,
+    /// Pair only devices that present a pair ticket (`hearth-hub ticket`).
+    #[arg(long, env = "HEARTH_PAIR_REQUIRE_TICKET")]
+    pub pair_require_ticket: bool,
+    /// Anthropic's base URL [default: https://api.anthropic.com].
+    #[arg(long, env = "HEARTH_ANTHROPIC_URL")]
+    pub anthropic_url: Option<String>,
+    /// OpenAI's base URL [default: https://api.openai.com/v1].
+    #[arg(long, env = "HEARTH_OPENAI_URL")]
+    pub openai_url: Option<String>,
+    /// An OpenAI-compatible local server (Ollama, llama.cpp, vLLM)
+    /// [default: http://127.0.0.1:11434/v1].
+    #[arg(long, env = "HEARTH_OLLAMA_URL")]
+    pub ollama_url: Option<String>,
+    /// First start only (then change it through the API): the chat model,
+    /// `provider:model` (anthropic, openai or ollama) [default: anthropic:claude-sonnet-4-5].
+    #[arg(long, env = "HEARTH_CHAT_MODEL")]
+    pub chat_model: Option<ModelRef>,
+    /// First start only: the model for rolling summaries (same provider as the chat
+    /// model) [default: the chat model].
+    #[arg(long, env = "HEARTH_SUMMARY_MODEL")]
+    pub summary_model: Option<ModelRef>,
+    /// First start only: the embedding model (an OpenAI-compatible provider: openai or
+    /// ollama) [default: ollama:nomic-embed-text].
+    #[arg(long, env = "HEARTH_EMBEDDING_MODEL")]
+    pub embedding_model: Option<ModelRef>,
+    /// First start only: how long a risky tool call waits for the owner, in seconds
+    /// [default: 300].
+    #[arg(long, env = "HEARTH_APPROVAL_TIMEOUT")]
+    pub approval_timeout: Option<u64>,
+    /// Test hook: the `hearth/sync/N` versions to serve instead of this build's own
+    /// (comma-separated), to play a hub of another release.
+    #[arg(long, env = "HEARTH_SYNC_VERSIONS", value_delimiter = ',', hide = true)]
+    pub sync_versions: Vec<u16>,
+}
+
+/// `hub.json`: the process settings, every field optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    bind: Option<SocketAddr>,
+    relay: Option<String>,
+    http: Option<String>,
+    http_allow_remote: Option<bool>,
+    http_hosts: Option<Vec<String>>,
+    mdns: Option<bool>,
+    name: Option<String>,
+    pair_require_ticket: Option<bool>,
+    anthropic_url: Option<String>,
+    openai_url: Option<String>,
+    ollama_url: Option<String>,
+}
+
+fn read_file(home: &Path) -> Result<FileSettings, SettingsError> {
+    let path = home.join(SETTINGS_FILE);
+    let err = |reason: String| SettingsError::File {
+        path: path.clone(),
+        reason,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| err(e.to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(FileSettings::default()),
+        Err(e) => Err(err(e.to_string())),
+    }
+}
+
+fn parse_http(value: &str) -> Result<Option<SocketAddr>, SettingsError> {
+    match value {
+        "off" => Ok(None),
+        addr => addr.parse().map(Some).map_err(|_| {
+            SettingsError::Invalid(format!("http {addr:?} is not an address or `off`"))
+        }),
+    }
+}
+
+/// Resolves the process settings for `home`: defaults, then `hub.json`, then the
+/// variables and flags in `args`. Refuses an HTTP address beyond loopback unless
+/// `http_allow_remote` is set anywhere.
+pub fn load(home: PathBuf, args: ProcessArgs) -> Result<HubSettings, SettingsError> {
+    let file = read_file(&home)?;
+    let mut s = HubSettings::defaults(home);
+    if let Some(bind) = args.bind.or(file.bind) {
+        s.net.bind = bind;
+    }
+    match (args.relay, file.relay) {
+        (Some(r), _) => s.net.relay = r,
+        (None, Some(r)) => {
+            s.net.relay = r.parse().map_err(|_| {
+                SettingsError::Invalid(format!("relay {r:?}: use off, default or a URL"))
+            })?
+        }
+        (None, None) => {}
+    }
+    if let Some(http) = args.http.as_deref().or(file.http.as_deref()) {
+        s.http = parse_http(http)?;
+    }
+    let allow_remote = args.http_allow_remote || file.http_allow_remote.unwrap_or(false);
+    if let Some(addr) = s.http.filter(|a| !a.ip().is_loopback()) {
+        if !allow_remote {
+            return Err(SettingsError::Invalid(format!(
+                "the HTTP API would listen on {addr}, beyond loopback: pass --http-allow-remote \
+                 (HEARTH_HTTP_ALLOW_REMOTE=true) to mean it, and put a TLS proxy in front of it; \
+                 people on other machines are better served through their paired node"
+            )));
+        }
+    }
+    s.http_hosts = if args.http_hosts.is_empty() {
+        file.http_hosts.unwrap_or_default()
+    } else {
+        args.http_hosts
+    };
+    s.http_hosts = s
+        .http_hosts
+        .iter()
+        .map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+        .collect();
+    match args.mdns.as_deref() {
+        Some("on" | "true" | "1") => s.mdns = true,
+        Some("off" | "false" | "0") => s.mdns = false,
+        Some(other) => {
+            return Err(SettingsError::Invalid(format!(
+                "mdns {other:?}: use on or off"
+            )))
+        }
+        None => s.mdns = file.mdns.unwrap_or(s.mdns),
+    }
+    if let Some(name) = args.name.or(file.name) {
+        s.name = name;
+    }
+    s.pair_require_ticket = args.pair_require_ticket || file.pair_require_ticket.unwrap_or(false);
+    if let Some(u) = args.anthropic_url.or(file.anthropic_url) {
+        s.provider_urls.anthropic = u;
+    }
+    if let Some(u) = args.openai_url.or(file.openai_url) {
+        s.provider_urls.openai = u;
+    }
+    if let Some(u) = args.ollama_url.or(file.ollama_url) {
+        s.provider_urls.ollama = u;
+    }
+    s.seeds = RuntimeSeeds {
+        chat_model: args.chat_model,
+        summary_model: args.summary_model,
+        embedding_model: args.embedding_model,
+        instructions: None,
+        approval_timeout_secs: args.approval_timeout,
+    };
+    if !args.sync_versions.is_empty() {
+        s.sync_versions = args.sync_versions;
+    }
+    Ok(s)
+}
+
+/// Runtime settings: kept in `hub.db`, changed through the API while the hub runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeSettings {
+    /// The agent's chat model.
+    pub chat_model: ModelRef,
+    /// The model for rolling summaries; the chat model when `None`.
+    pub summary_model: Option<ModelRef>,
+    /// The embedding model (OpenAI-compatible provider), for semantic search.
+    pub embedding_model: ModelRef,
+    /// The agent's own instructions.
+    pub instructions: String,
+    /// How long a risky tool call waits for the owner.
+    pub approval_timeout_secs: u64,
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> Self {
+        let agent = crate::agent::runner::AgentConfig::default();
+        Self {
+            chat_model: ModelRef {
+                provider: "anthropic".into(),
+                model: "claude-sonnet-4-5".into(),
+            },
+            summary_model: None,
+            embedding_model: ModelRef {
+                provider: "ollama".into(),
+                model: "nomic-embed-text".into(),
+            },
+            instructions: agent.instructions,
+            approval_timeout_secs: agent.approval_timeout.as_secs(),
+        }
+    }
+}
+
+impl RuntimeSettings {
+    /// Checks that the values fit together.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if !crate::chat::PROVIDERS.contains(&self.chat_model.provider.as_str()) {
+            return Err(SettingsError::Invalid(format!(
+                "unknown provider {:?}: use anthropic, openai or ollama",
+                self.chat_model.provider
+            )));
+        }
+        if self.embedding_model.provider == "anthropic"
+            || !crate::chat::PROVIDERS.contains(&self.embedding_model.provider.as_str())
+        {
+            return Err(SettingsError::Invalid(
+                "the embedding model needs an OpenAI-compatible provider (openai or ollama)".into(),
+            ));
+        }
+        if let Some(m) = &self.summary_model {
+            if m.provider != self.chat_model.provider {
+                return Err(SettingsError::Invalid(format!(
+                    "the summary model {m} must use the chat model's provider ({})",
+                    self.chat_model.provider
+                )));
+            }
+        }
+        if !(1..=86_400).contains(&self.approval_timeout_secs) {
+            return Err(SettingsError::Invalid(
+                "the approval timeout is 1 to 86400 seconds".into(),
+            ));
+        }
+        if self.instructions.chars().count() > 100_000 {
+            return Err(SettingsError::Invalid(
+                "the instructions are at most 100,000 characters".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The approval timeout as a duration.
+    pub fn approval_timeout(&self) -> Duration {
+        Duration::from_secs(self.approval_timeout_secs)
+    }
+}
+
+/// Values from flags that seed the runtime settings on the first start only.
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeSeeds {
+    /// Chat model.
+    pub chat_model: Option<ModelRef>,
+    /// Summary model.
+    pub summary_model: Option<ModelRef>,
+    /// Embedding model.
+    pub embedding_model: Option<ModelRef>,
+    /// The agent's instructions.
+    pub instructions: Option<String>,
+    /// Approval timeout, seconds.
+    pub approval_timeout_secs: Option<u64>,
+}
+
+/// A change to the runtime settings; absent fields stay. `summary_model: Some(None)`
+/// clears it (the chat model summarises).
+#[derive(Debug, Clone, Default)]
+pub struct RuntimePatch {
+    /// Chat model.
+    pub chat_model: Option<ModelRef>,
+    /// Summary model.
+    pub summary_model: Option<Option<ModelRef>>,
+    /// Embedding model.
+    pub embedding_model: Option<ModelRef>,
+    /// Instructions.
+    pub instructions: Option<String>,
+    /// Approval timeout, seconds.
+    pub approval_timeout_secs: Option<u64>,
+}
+
+const CHAT_MODEL: &str = "chat_model";
+const SUMMARY_MODEL: &str = "summary_model";
+const EMBEDDING_MODEL: &str = "embedding_model";
+const INSTRUCTIONS: &str = "instructions";
+const APPROVAL_TIMEOUT: &str = "approval_timeout_secs";
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The runtime settings in `hub.db` (table `settings`).
+#[derive(Debug)]
+pub struct RuntimeStore {
+    conn: Mutex<Connection>,
+}
+
+impl RuntimeStore {
+    /// Opens them in `hub_db`.
+    pub fn open(hub_db: &Path) -> Result<Self, SettingsError> {
+        Ok(Self {
+            conn: Mutex::new(crate::hubdb::open(hub_db, crate::hubdb::Durability::Full)?),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stores each seeded value that is not stored yet; an invalid combination is
+    /// refused before anything is written.
+    pub fn seed(&self, seeds: &RuntimeSeeds) -> Result<RuntimeSettings, SettingsError> {
+        let mut wanted = self.load()?;
+        let stored = |key: &str| -> Result<bool, SettingsError> {
+            Ok(self
+                .lock()
+                .query_row("SELECT 1 FROM settings WHERE key = ?1", [key], |_| Ok(()))
+                .optional()?
+                .is_some())
+        };
+        let mut writes: Vec<(&str, String)> = Vec::new();
+        if let Some(m) = seeds
+            .chat_model
+            .as_ref()
+            .filter(|_| !stored(CHAT_MODEL).unwrap_or(true))
+        {
+            wanted.chat_model = m.clone();
+            writes.push((CHAT_MODEL, m.to_string()));
+        }
+        if let Some(m) = seeds
+            .summary_model
+            .as_ref()
+            .filter(|_| !stored(SUMMARY_MODEL).unwrap_or(true))
+        {
+            wanted.summary_model = Some(m.clone());
+            writes.push((SUMMARY_MODEL, m.to_string()));
+        }
+        if let Some(m) = seeds
+            .embedding_model
+            .as_ref()
+            .filter(|_| !stored(EMBEDDING_MODEL).unwrap_or(true))
+        {
+            wanted.embedding_model = m.clone();
+            writes.push((EMBEDDING_MODEL, m.to_string()));
+        }
+        if let Some(i) = seeds
+            .instructions
+            .as_ref()
+            .filter(|_| !stored(INSTRUCTIONS).unwrap_or(true))
+        {
+            wanted.instructions = i.clone();
+            writes.push((INSTRUCTIONS, i.clone()));
+        }
+        if let Some(t) = seeds
+            .approval_timeout_secs
+            .filter(|_| !stored(APPROVAL_TIMEOUT).unwrap_or(true))
+        {
+            wanted.approval_timeout_secs = t;
+            writes.push((APPROVAL_TIMEOUT, t.to_string()));
+        }
+        wanted.validate()?;
+        let conn = self.lock();
+        for (key, value) in writes {
+            conn.execute(
+                "INSERT INTO settings (key, value, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(key) DO NOTHING",
+                params![key, value, now_ms()],
+            )?;
+        }
+        drop(conn);
+        self.load()
+    }
+
+    /// The settings in force: stored values over the defaults.
+    pub fn load(&self) -> Result<RuntimeSettings, SettingsError> {
+        let rows: Vec<(String, String)> = {
+            let conn = self.lock();
+            let mut stmt = conn.prepare("SELECT key, value FROM settings")?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            rows
+        };
+        let mut s = RuntimeSettings::default();
+        let model = |v: &str| {
+            v.parse::<ModelRef>()
+                .map_err(|e| SettingsError::Invalid(format!("stored model: {e}")))
+        };
+        for (key, value) in rows {
+            match key.as_str() {
+                CHAT_MODEL => s.chat_model = model(&value)?,
+                SUMMARY_MODEL if value.is_empty() => s.summary_model = None,
+                SUMMARY_MODEL => s.summary_model = Some(model(&value)?),
+                EMBEDDING_MODEL => s.embedding_model = model(&value)?,
+                INSTRUCTIONS => s.instructions = value,
+                APPROVAL_TIMEOUT => {
+                    s.approval_timeout_secs = value.parse().map_err(|_| {
+                        SettingsError::Invalid(format!("stored approval timeout {value:?}"))
+                    })?
+                }
+                _ => {}
+            }
+        }
+        Ok(s)
+    }
+
+    /// Applies `patch` (checked as a whole first) and returns the settings now in force.
+    pub fn update(&self, patch: RuntimePatch) -> Result<RuntimeSettings, SettingsError> {
+        let mut s = self.load()?;
+        let mut writes: Vec<(&str, String)> = Vec::new();
+        if let Some(m) = patch.chat_model {
+            writes.push((CHAT_MODEL, m.to_string()));
+            s.chat_model = m;
+        }
+        if let Some(m) = patch.summary_model {
+            writes.push((
+                SUMMARY_MODEL,
+                m.as_ref().map(ToString::to_string).unwrap_or_default(),
+            ));
+            s.summary_model = m;
+        }
+        if let Some(m) = patch.embedding_model {
+            writes.push((EMBEDDING_MODEL, m.to_string()));
+            s.embedding_model = m;
+        }
+        if let Some(i) = patch.instructions {
+            writes.push((INSTRUCTIONS, i.clone()));
+            s.instructions = i;
+        }
+        if let Some(t) = patch.approval_timeout_secs {
+            writes.push((APPROVAL_TIMEOUT, t.to_string()));
+            s.approval_timeout_secs = t;
+        }
+        s.validate()?;
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        for (key, value) in writes {
+            tx.execute(
+                "INSERT INTO settings (key, value, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+                params![key, value, now_ms()],
+            )?;
+        }
+        tx.commit()?;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_then_variables_and_flags_and_loopback_by_default() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = load(dir.path().into(), ProcessArgs::default()).expect("defaults");
+        assert_eq!(s.http, Some("127.0.0.1:4200".parse().expect("addr")));
+        assert!(s.mdns);
+        std::fs::write(
+            dir.path().join(SETTINGS_FILE),
+            r#"{"name": "from-file", "mdns": false, "http": "127.0.0.1:4300"}"#,
+        )
+        .expect("write");
+        let s = load(dir.path().into(), ProcessArgs::default()).expect("file");
+        assert_eq!((s.name.as_str(), s.mdns), ("from-file", false));
+        assert_eq!(s.http, Some("127.0.0.1:4300".parse().expect("addr")));
+        let args = ProcessArgs {
+            name: Some("from-flag".into()),
+            mdns: Some("on".into()),
+            ..Default::default()
+        };
+        let s = load(dir.path().into(), args).expect("flags");
+        assert_eq!((s.name.as_str(), s.mdns), ("from-flag", true));
+        // Beyond loopback only on purpose.
+        let remote = ProcessArgs {
+            http: Some("0.0.0.0:4200".into()),
+            ..Default::default()
+        };
+        let e = load(dir.path().into(), remote.clone()).expect_err("refused");
+        assert!(e.to_string().contains("--http-allow-remote"), "{e}");
+        let s = load(
+            dir.path().into(),
+            ProcessArgs {
+                http_allow_remote: true,
+                ..remote
+            },
+        )
+        .expect("allowed");
+        assert_eq!(s.http, Some("0.0.0.0:4200".parse().expect("addr")));
+        std::fs::write(dir.path().join(SETTINGS_FILE), r#"{"nmae": "typo"}"#).expect("write");
+        assert!(load(dir.path().into(), ProcessArgs::default()).is_err());
+    }
+
+    #[test]
+    fn runtime_settings_are_seeded_once_and_changed_in_the_database() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = RuntimeStore::open(&dir.path().join("hub.db")).expect("open");
+        let seeds = RuntimeSeeds {
+            chat_model: Some("openai:gpt-4o".parse().expect("model")),
+            ..Default::default()
+        };
+        let s = store.seed(&seeds).expect("seed");
+        assert_eq!(s.chat_model.to_string(), "openai:gpt-4o");
+        let s = store
+            .update(RuntimePatch {
+                instructions: Some("Be brief.".into()),
+                chat_model: Some("ollama:llama3.2".parse().expect("model")),
+                ..Default::default()
+            })
+            .expect("update");
+        assert_eq!(s.instructions, "Be brief.");
+        // A later start with another flag value does not override the database.
+        let s = store.seed(&seeds).expect("seed again");
+        assert_eq!(s.chat_model.to_string(), "ollama:llama3.2");
+        // An invalid combination changes nothing.
+        let e = store
+            .update(RuntimePatch {
+                summary_model: Some(Some("anthropic:claude".parse().expect("model"))),
+                ..Default::default()
+            })
+            .expect_err("mismatched providers");
+        assert!(e.to_string().contains("chat model's provider"), "{e}");
+        assert_eq!(store.load().expect("load").summary_model, None);
     }
 }

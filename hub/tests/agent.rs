@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{serve, Reply};
 use hearth_hub::agent::{
     provider::{ProviderClient, ProviderKind, Retry},
-    runner::{Agent, AgentConfig, AgentEvent},
+    runner::{Agent, AgentConfig, AgentEvent, Decided, Resolution},
 };
 use hearth_sync::{DocumentStore, Filter, Kind, Note, Project};
 use serde_json::{json, Value};
@@ -208,10 +208,26 @@ async fn risky_round(decision: Option<bool>, timeout: Duration) -> (Setup, Vec<V
     let agent = s.agent.clone();
     let decider = tokio::spawn(async move {
         while let Ok(ev) = events.recv().await {
-            if let AgentEvent::ApprovalRequested { id, name, .. } = &ev {
+            if let AgentEvent::ApprovalRequested {
+                id, name, project, ..
+            } = &ev
+            {
                 assert_eq!(name, "notes_delete");
+                assert_eq!(id.len(), 32, "a random 128-bit id");
+                // Bound to its conversation: another conversation cannot decide it.
+                assert_eq!(
+                    agent.decide(id, Some((*project, "other")), true),
+                    Decided::Unknown
+                );
                 if let Some(d) = decision {
-                    assert!(agent.decide(*id, d));
+                    assert_eq!(agent.decide(id, Some((*project, "cli")), d), Decided::Now);
+                    // The first answer wins; a second screen sees it resolved.
+                    let first = if d {
+                        Resolution::Approved
+                    } else {
+                        Resolution::Denied
+                    };
+                    assert_eq!(agent.decide(id, None, !d), Decided::Already(first));
                 }
             }
             if matches!(ev, AgentEvent::Finished { .. }) {
@@ -243,8 +259,12 @@ async fn a_risky_tool_waits_and_denial_or_timeout_reach_the_model() {
     ] {
         let (s, bodies) = risky_round(decision, timeout).await;
         let result = &bodies[1]["messages"][2]["content"][0];
+        let said = match decision {
+            Some(_) => "the owner denied this tool call",
+            None => "the owner did not answer in time: the tool call was not run",
+        };
         assert_eq!(result["is_error"], true);
-        assert_eq!(result["content"], "the owner denied this tool call");
+        assert_eq!(result["content"], said);
         assert_eq!(
             s.store
                 .list(Filter::new(Kind::Note))
@@ -257,11 +277,7 @@ async fn a_risky_tool_waits_and_denial_or_timeout_reach_the_model() {
         let audit = s.agent.audit_entries().expect("audit");
         assert_eq!(
             audit,
-            vec![(
-                "notes_delete".to_string(),
-                "the owner denied this tool call".to_string(),
-                true
-            )]
+            vec![("notes_delete".to_string(), said.to_string(), true)]
         );
     }
     let (s, bodies) = risky_round(Some(true), Duration::from_secs(10)).await;
@@ -317,7 +333,11 @@ async fn rolling_summary_and_usage() {
             .await
             .expect("turn");
     }
-    let summary = s.agent.summary("garden").expect("summary").expect("made");
+    let summary = s
+        .agent
+        .summary(s.project, "garden")
+        .expect("summary")
+        .expect("made");
     assert!(summary.contains("tomatoes"), "{summary}");
     s.agent
         .invoke("garden", s.project, "what was I planning?")
@@ -364,7 +384,7 @@ async fn a_failing_summary_never_fails_the_turn() {
             .expect("turn succeeds");
         assert_eq!(out.reason, "end_turn");
     }
-    assert!(s.agent.summary("c").expect("summary").is_none());
+    assert!(s.agent.summary(s.project, "c").expect("summary").is_none());
 }
 
 #[tokio::test]
@@ -506,8 +526,8 @@ async fn abort_drops_the_calls_still_in_flight() {
     let agent = s.agent.clone();
     let aborter = tokio::spawn(async move {
         while let Ok(ev) = events.recv().await {
-            if matches!(ev, AgentEvent::ToolCall { .. }) {
-                agent.abort("c");
+            if let AgentEvent::ToolCall { project, .. } = ev {
+                agent.abort(project, "c");
                 break;
             }
         }
@@ -586,4 +606,187 @@ async fn only_permitted_tools_are_offered_and_run() {
             .total,
         0
     );
+}
+
+#[tokio::test]
+async fn history_and_summaries_belong_to_one_project() {
+    let s = setup(vec![], AgentConfig::default()).await;
+    let work = s
+        .store
+        .create(Project {
+            name: "work".into(),
+            parent: None,
+            instructions: String::new(),
+        })
+        .await
+        .expect("project")
+        .id;
+    if let Ok(mut r) = s.fake.replies.lock() {
+        r.push(text_turn("Noted."));
+        r.push(text_turn("Hello."));
+        r.push(text_turn("Again."));
+    }
+    s.agent
+        .invoke("cli", s.project, "my general plan is the orchard")
+        .await
+        .expect("general turn");
+    s.agent
+        .invoke("cli", work, "what do you know?")
+        .await
+        .expect("work turn");
+    s.agent
+        .invoke("cli", s.project, "and now?")
+        .await
+        .expect("general again");
+    let reqs = s.fake.requests.lock().expect("lock");
+    let work_sent = reqs[1].1.to_string();
+    assert!(
+        !work_sent.contains("orchard"),
+        "the general conversation leaked into work: {work_sent}"
+    );
+    assert!(
+        reqs[2].1.to_string().contains("orchard"),
+        "the general conversation keeps its own history"
+    );
+    assert!(s.agent.summary(work, "cli").expect("summary").is_none());
+}
+
+#[tokio::test]
+async fn secrets_are_redacted_from_events_audit_transcripts_and_approvals() {
+    let secret = "s3cr3t\"quoted\\value";
+    let s = setup(
+        vec![],
+        AgentConfig {
+            extra_tools: vec!["notes_delete".into()],
+            approval_timeout: Duration::from_secs(5),
+            ..AgentConfig::default()
+        },
+    )
+    .await;
+    s.agent
+        .set_redactor(hearth_hub::secrets::Redactor::new(vec![
+            hearth_hub::secrets::SecretValue::new(secret),
+        ]));
+    let note = s
+        .store
+        .create(Note {
+            project: Some(s.project),
+            title: "x".into(),
+            content: String::new(),
+        })
+        .await
+        .expect("note");
+    if let Ok(mut r) = s.fake.replies.lock() {
+        // The model puts the secret into a tool's arguments, then into its text.
+        r.push(tool_turn(
+            "t1",
+            "notes_create",
+            json!({"title": "leak", "content": format!("key={secret}")}),
+        ));
+        r.push(tool_turn(
+            "t2",
+            "notes_delete",
+            json!({"id": note.id.to_string(), "why": secret}),
+        ));
+        r.push(text_turn(&format!("the key is {secret}")));
+    }
+    let mut events = s.agent.subscribe();
+    let agent = s.agent.clone();
+    let watcher = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Ok(ev) = events.recv().await {
+            if let AgentEvent::ApprovalRequested { id, .. } = &ev {
+                agent.decide(id, None, false);
+            }
+            let done = matches!(ev, AgentEvent::Finished { .. });
+            seen.push(format!("{ev:?}"));
+            if done {
+                break;
+            }
+        }
+        seen
+    });
+    s.agent
+        .invoke("c", s.project, "store my key")
+        .await
+        .expect("turn");
+    let seen = watcher.await.expect("watcher");
+    let escaped = serde_json::to_string(secret).expect("json");
+    let escaped = escaped.trim_matches('"');
+    let leaks = |text: &str| text.contains(secret) || text.contains(escaped);
+    for ev in &seen {
+        assert!(!leaks(ev), "an event leaked the secret: {ev}");
+    }
+    assert!(seen.iter().any(|e| e.contains("[REDACTED]")));
+    for a in s.agent.approvals() {
+        assert!(!leaks(&a.args.to_string()), "approval args: {}", a.args);
+    }
+    for (tool, outcome, _) in s.agent.audit_entries().expect("audit") {
+        assert!(!leaks(&outcome), "audit outcome of {tool}: {outcome}");
+    }
+    let db = rusqlite::Connection::open(s._dir.path().join("hub.db")).expect("db");
+    let mut stmt = db
+        .prepare("SELECT args || outcome FROM audit_log UNION ALL SELECT content FROM messages")
+        .expect("prepare");
+    let rows: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert!(rows.len() >= 4);
+    for row in rows {
+        assert!(!leaks(&row), "stored: {row}");
+    }
+}
+
+#[tokio::test]
+async fn chat_turns_stream_from_their_first_event_end_with_an_error_and_stop_at_shutdown() {
+    use futures_util::StreamExt;
+    use hearth_hub::chat::{ChatError, ChatService, ProviderUrls};
+    let s = setup(vec![text_turn("Hello there.")], AgentConfig::default()).await;
+    let secrets = std::sync::Arc::new(
+        hearth_hub::secrets::SecretStore::open(
+            &s._dir.path().join("hub.db"),
+            &s._dir.path().join("server.secret"),
+        )
+        .expect("secrets"),
+    );
+    let projects = s._dir.path().join("projects");
+    let chat = ChatService::new(
+        s.agent.clone(),
+        s.store.clone(),
+        secrets,
+        ProviderUrls::default(),
+        projects.clone(),
+        s.project,
+    );
+    // The stream subscribed before the turn started: the first text is in it.
+    let events: Vec<Value> = chat
+        .start_turn(s.project, "web", "hi")
+        .expect("start")
+        .collect()
+        .await;
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds, ["text", "finished"], "{events:?}");
+    assert_eq!(events[0]["text"], "Hello there.");
+    assert_eq!(events[0]["project"], s.project.to_string());
+    assert!(projects.join(s.project.to_string()).is_dir(), "named by id");
+    // A turn that fails before it starts (its project vanished) ends with an error.
+    let gone: hearth_sync::DocId = "0123456789abcdef0123456789abcdef".parse().expect("id");
+    let events: Vec<Value> = tokio::time::timeout(
+        Duration::from_secs(10),
+        chat.start_turn(gone, "web", "hi").expect("start").collect(),
+    )
+    .await
+    .expect("the stream ends");
+    assert_eq!(
+        events.last().map(|e| e["type"].clone()),
+        Some(json!("error"))
+    );
+    // Shutdown stops the turns and refuses new ones.
+    chat.shutdown(Duration::from_secs(1)).await;
+    assert!(matches!(
+        chat.start_turn(s.project, "web", "hi").map(drop),
+        Err(ChatError::ShuttingDown)
+    ));
 }

@@ -239,6 +239,8 @@ pub struct HubProc {
     pub addr: SocketAddr,
     /// Its HTTP address, if enabled.
     pub http: Option<SocketAddr>,
+    /// Its data directory.
+    pub home: PathBuf,
 }
 
 impl HubProc {
@@ -284,7 +286,28 @@ impl HubProc {
             id,
             addr,
             http,
+            home: home.to_path_buf(),
         })
+    }
+
+    /// The owner token the hub created (`owner.token`), for the API.
+    pub fn owner_token(&self) -> anyhow::Result<String> {
+        Ok(std::fs::read_to_string(self.home.join("owner.token"))?
+            .trim()
+            .to_string())
+    }
+
+    /// One request to the hub's API with the owner token; returns (status, body).
+    pub fn api(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> anyhow::Result<(u16, String)> {
+        let http = self
+            .http
+            .ok_or_else(|| anyhow!("the hub has no HTTP address"))?;
+        http_request(http, Some(&self.owner_token()?), method, path, body)
     }
 }
 
@@ -379,9 +402,11 @@ pub fn eventually(
     bail!("condition not met within {timeout:?}; last error: {last:?}")
 }
 
-/// One HTTP/1.1 request on loopback; returns (status, body). Enough for JSON APIs.
+/// One HTTP/1.1 request on loopback, with `token` as the bearer credential if given;
+/// returns (status, body). Enough for JSON APIs.
 pub fn http_request(
     addr: SocketAddr,
+    token: Option<&str>,
     method: &str,
     path: &str,
     body: Option<&str>,
@@ -389,9 +414,12 @@ pub fn http_request(
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr)?;
     let body = body.unwrap_or("");
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )?;
     let mut out = String::new();

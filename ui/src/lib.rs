@@ -1,16 +1,21 @@
 //! hearth-ui: the document API that hub and node both mount (the web front end joins it
-//! in a later issue).
+//! in a later issue), and the answer shapes every Hearth API shares ([`api`]).
 //!
-//! [`router`] maps JSON over HTTP under `/api/v1` onto the [`DocumentStore`]. It has its
-//! own serializable transfer types, converted by hand from the store's types, so store
-//! internals never derive `Serialize`.
+//! [`router`] maps JSON over HTTP onto the [`DocumentStore`], with paths relative to the
+//! API root: the hub nests it at `/api/v1` behind its access guard (a node will do the
+//! same). It has its own serializable transfer types, converted by hand from the store's
+//! types, so store internals never derive `Serialize`.
 //!
 //! Architecture Invariant: the UI never opens SQLite itself; it only calls the store.
+//! It decides nothing about access: whoever mounts it guards it.
+
+pub mod api;
+
+pub use api::{ApiError, ApiJson, ApiQuery, ApiResult, Page, PageQuery};
 
 use axum::{
-    extract::{Path, Query, State},
+    extract::{Path, State},
     http::StatusCode,
-    response::{IntoResponse, Response},
     routing::get,
     Json, Router,
 };
@@ -20,52 +25,30 @@ use hearth_sync::{
 };
 use serde::{Deserialize, Serialize};
 
-/// The `/api/v1` router over `store`.
-pub fn router(store: DocumentStore) -> Router {
+/// The path of the health route, relative to the API root: the one route that needs no
+/// credential.
+pub const HEALTH_PATH: &str = "/health";
+
+/// The document routes over `store`, relative to the API root (`/health`, `/notes`,
+/// `/tasks`, `/search`); merge it into a router of any state.
+pub fn router<S: Clone + Send + Sync + 'static>(store: DocumentStore) -> Router<S> {
     Router::new()
-        .route("/api/v1/health", get(health))
-        .route("/api/v1/notes", get(list_notes).post(create_note))
+        .route(HEALTH_PATH, get(health))
+        .route("/notes", get(list_notes).post(create_note))
         .route(
-            "/api/v1/notes/{id}",
+            "/notes/{id}",
             get(get_note).patch(patch_note).delete(delete_note),
         )
-        .route("/api/v1/tasks", get(list_tasks).post(create_task))
+        .route("/tasks", get(list_tasks).post(create_task))
         .route(
-            "/api/v1/tasks/{id}",
+            "/tasks/{id}",
             get(get_task).patch(patch_task).delete(delete_task),
         )
-        .route("/api/v1/search", get(search))
+        .route("/search", get(search))
         .with_state(store)
 }
 
-/// An error as the API reports it: a status and `{"error": "..."}`.
-#[derive(Debug)]
-pub struct ApiError(StatusCode, String);
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        let status = match &e {
-            StoreError::NotFound { .. } => StatusCode::NOT_FOUND,
-            StoreError::Invalid { .. }
-            | StoreError::WrongKind { .. }
-            | StoreError::Ambiguous(_) => StatusCode::BAD_REQUEST,
-            StoreError::Deleted { .. } => StatusCode::GONE,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        if status == StatusCode::INTERNAL_SERVER_ERROR {
-            tracing::error!(error = %e, "store failure in API");
-        }
-        Self(status, e.to_string())
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
-    }
-}
-
-type ApiResult<T> = Result<Json<T>, ApiError>;
+type JsonResult<T> = Result<Json<T>, ApiError>;
 
 fn parse_id(s: &str) -> Result<DocId, ApiError> {
     s.parse().map_err(ApiError::from)
@@ -77,15 +60,6 @@ fn parse_opt_id(s: &Option<String>) -> Result<Option<DocId>, ApiError> {
 
 async fn health() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
-}
-
-/// A paginated list: `{ "data": [...], "total", "limit", "offset" }`.
-#[derive(Debug, Serialize)]
-pub struct PageDto<T> {
-    data: Vec<T>,
-    total: u64,
-    limit: u32,
-    offset: u32,
 }
 
 /// A listed entity.
@@ -128,22 +102,27 @@ pub struct ListQuery {
     offset: Option<u32>,
 }
 
-async fn list(store: DocumentStore, kind: Kind, q: ListQuery) -> ApiResult<PageDto<ListedDto>> {
+async fn list(store: DocumentStore, kind: Kind, q: ListQuery) -> ApiResult<Page<ListedDto>> {
+    let (limit, offset) = PageQuery {
+        limit: q.limit,
+        offset: q.offset,
+    }
+    .bounds()?;
     let filter = Filter {
         project: parse_opt_id(&q.project)?,
         parent: parse_opt_id(&q.parent)?,
         status: q.status,
-        limit: q.limit.unwrap_or(50).min(500),
-        offset: q.offset.unwrap_or(0),
+        limit,
+        offset,
         ..Filter::new(kind)
     };
     let page = store.list(filter).await?;
-    Ok(Json(PageDto {
+    Ok(Page {
         data: page.data.into_iter().map(ListedDto::from).collect(),
         total: page.total,
-        limit: page.limit,
+        limit,
         offset: page.offset,
-    }))
+    })
 }
 
 /// A note.
@@ -227,14 +206,14 @@ pub struct NotePatchDto {
 
 async fn list_notes(
     State(store): State<DocumentStore>,
-    Query(q): Query<ListQuery>,
-) -> ApiResult<PageDto<ListedDto>> {
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Page<ListedDto>> {
     list(store, Kind::Note, q).await
 }
 
 async fn create_note(
     State(store): State<DocumentStore>,
-    Json(body): Json<NewNoteDto>,
+    ApiJson(body): ApiJson<NewNoteDto>,
 ) -> Result<(StatusCode, Json<NoteDto>), ApiError> {
     let note = Note {
         project: parse_opt_id(&body.project)?,
@@ -247,7 +226,7 @@ async fn create_note(
 async fn get_note(
     State(store): State<DocumentStore>,
     Path(id): Path<String>,
-) -> ApiResult<NoteDto> {
+) -> JsonResult<NoteDto> {
     let rec = store.get::<Note>(parse_id(&id)?).await?;
     if rec.deleted {
         return Err(StoreError::Deleted {
@@ -262,8 +241,8 @@ async fn get_note(
 async fn patch_note(
     State(store): State<DocumentStore>,
     Path(id): Path<String>,
-    Json(body): Json<NotePatchDto>,
-) -> ApiResult<NoteDto> {
+    ApiJson(body): ApiJson<NotePatchDto>,
+) -> JsonResult<NoteDto> {
     let patch = NotePatch {
         title: body.title.map(Into::into),
         content: body.content.map(Into::into),
@@ -335,14 +314,14 @@ pub struct TaskPatchDto {
 
 async fn list_tasks(
     State(store): State<DocumentStore>,
-    Query(q): Query<ListQuery>,
-) -> ApiResult<PageDto<ListedDto>> {
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Page<ListedDto>> {
     list(store, Kind::Task, q).await
 }
 
 async fn create_task(
     State(store): State<DocumentStore>,
-    Json(b): Json<NewTaskDto>,
+    ApiJson(b): ApiJson<NewTaskDto>,
 ) -> Result<(StatusCode, Json<TaskDto>), ApiError> {
     let task = Task {
         project: parse_opt_id(&b.project)?,
@@ -364,15 +343,15 @@ async fn create_task(
 async fn get_task(
     State(store): State<DocumentStore>,
     Path(id): Path<String>,
-) -> ApiResult<TaskDto> {
+) -> JsonResult<TaskDto> {
     Ok(Json(store.get::<Task>(parse_id(&id)?).await?.into()))
 }
 
 async fn patch_task(
     State(store): State<DocumentStore>,
     Path(id): Path<String>,
-    Json(b): Json<TaskPatchDto>,
-) -> ApiResult<TaskDto> {
+    ApiJson(b): ApiJson<TaskPatchDto>,
+) -> JsonResult<TaskDto> {
     let patch = TaskPatch {
         name: b.name.map(Into::into),
         status: b
@@ -413,12 +392,16 @@ pub struct HitDto {
 
 async fn search(
     State(store): State<DocumentStore>,
-    Query(q): Query<SearchQuery>,
-) -> ApiResult<Vec<HitDto>> {
+    ApiQuery(q): ApiQuery<SearchQuery>,
+) -> JsonResult<Vec<HitDto>> {
     let kind = q.kind.as_deref().map(str::parse::<Kind>).transpose()?;
-    let hits = store
-        .search(q.q, kind, q.limit.unwrap_or(20).min(200))
-        .await?;
+    let limit = q.limit.unwrap_or(20);
+    if limit == 0 || limit > 200 {
+        return Err(ApiError::bad_request(format!(
+            "limit must be 1 to 200, not {limit}"
+        )));
+    }
+    let hits = store.search(q.q, kind, limit).await?;
     Ok(Json(
         hits.into_iter()
             .map(|h| HitDto {

@@ -1,8 +1,10 @@
-//! Rolling per-channel summaries.
+//! Rolling per-conversation summaries, keyed by (project, conversation): a conversation
+//! belongs to one project, and nothing of one project's conversation reaches another's
+//! prompt.
 //!
 //! Once about [`SUMMARIZE_AFTER_TOKENS`] tokens (estimated at four characters each) have
 //! accumulated since the last summary, everything but the most recent
-//! [`KEEP_RECENT`] messages is folded into the channel's summary, which is capped at
+//! [`KEEP_RECENT`] messages is folded into the conversation's summary, which is capped at
 //! [`MAX_SUMMARY_CHARS`]. The model then sees the summary in its system prompt and only
 //! the messages after it. The cut never separates a tool call from its result: the kept
 //! part starts at a user's own message. Summarising is best effort; a failure is logged
@@ -17,24 +19,16 @@ pub const KEEP_RECENT: usize = 20;
 /// Longest summary kept.
 pub const MAX_SUMMARY_CHARS: usize = 8_000;
 
-/// Creates the table.
-pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS channel_summaries (
-            channel TEXT PRIMARY KEY NOT NULL,
-            summary TEXT NOT NULL,
-            covered_until INTEGER NOT NULL,
-            seen_until INTEGER NOT NULL DEFAULT 0,
-            updated_at INTEGER NOT NULL
-        );",
-    )
-}
-
-/// The channel's summary and the id of the last message it covers.
-pub fn summary(conn: &Connection, channel: &str) -> rusqlite::Result<Option<(String, i64)>> {
+/// The conversation's summary and the id of the last message it covers.
+pub fn summary(
+    conn: &Connection,
+    project: &str,
+    conversation: &str,
+) -> rusqlite::Result<Option<(String, i64)>> {
     conn.query_row(
-        "SELECT summary, covered_until FROM channel_summaries WHERE channel = ?1",
-        [channel],
+        "SELECT summary, covered_until FROM conversation_summaries
+         WHERE project = ?1 AND conversation = ?2",
+        [project, conversation],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
     .optional()
@@ -42,11 +36,11 @@ pub fn summary(conn: &Connection, channel: &str) -> rusqlite::Result<Option<(Str
 
 /// The id of the newest message that existed when the summary was last made: tokens
 /// accumulate from there.
-pub fn seen_until(conn: &Connection, channel: &str) -> rusqlite::Result<i64> {
+pub fn seen_until(conn: &Connection, project: &str, conversation: &str) -> rusqlite::Result<i64> {
     Ok(conn
         .query_row(
-            "SELECT seen_until FROM channel_summaries WHERE channel = ?1",
-            [channel],
+            "SELECT seen_until FROM conversation_summaries WHERE project = ?1 AND conversation = ?2",
+            [project, conversation],
             |r| r.get(0),
         )
         .optional()?
@@ -56,7 +50,8 @@ pub fn seen_until(conn: &Connection, channel: &str) -> rusqlite::Result<i64> {
 /// Stores a new summary, capped.
 pub fn store(
     conn: &Connection,
-    channel: &str,
+    project: &str,
+    conversation: &str,
     text: &str,
     covered_until: i64,
     seen_until: i64,
@@ -64,12 +59,20 @@ pub fn store(
 ) -> rusqlite::Result<()> {
     let capped: String = text.chars().take(MAX_SUMMARY_CHARS).collect();
     conn.execute(
-        "INSERT INTO channel_summaries (channel, summary, covered_until, seen_until, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT(channel) DO UPDATE SET summary = excluded.summary,
+        "INSERT INTO conversation_summaries
+           (project, conversation, summary, covered_until, seen_until, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT(project, conversation) DO UPDATE SET summary = excluded.summary,
            covered_until = excluded.covered_until, seen_until = excluded.seen_until,
            updated_at = excluded.updated_at",
-        params![channel, capped, covered_until, seen_until, now],
+        params![
+            project,
+            conversation,
+            capped,
+            covered_until,
+            seen_until,
+            now
+        ],
     )?;
     Ok(())
 }

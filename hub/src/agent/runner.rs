@@ -4,17 +4,23 @@
 //! project instructions, context: date, model, project, permitted tools), streams the
 //! model's turn, runs the tool calls it makes (asking the owner first for risky ones),
 //! feeds the results back, and repeats until the model stops or the step limit is hit.
-//! Events go to every subscriber. Invocations are serialised per channel and run
-//! concurrently across channels; [`Agent::abort`] cancels a channel's running invocation
-//! by bumping its generation. The transcript is stored when the turn completes or is
+//! Events go to every subscriber. A conversation is (project, name): its history and
+//! summary are its own, never another project's. Invocations are serialised per
+//! conversation and run concurrently across conversations; [`Agent::abort`] cancels a
+//! conversation's running invocation by bumping its generation and resolves its waiting
+//! approvals as stopped. Approval ids are random and bound to the conversation that
+//! asked; the first decision wins and later ones see it resolved. The transcript is stored when the turn completes or is
 //! aborted (tool calls still in flight are dropped; tool output over 100,000 characters
 //! is capped with a note of its size). Every tool run is appended to the audit log.
+//!
+//! Everything that leaves the agent (events, approvals, audit rows, stored messages, tool
+//! arguments and results) passes the [`Redactor`] first. The agent knows no HTTP.
 
 use std::{
     collections::HashMap,
     path::Path,
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, Ordering},
         Arc, Mutex,
     },
     time::Duration,
@@ -42,19 +48,25 @@ pub const MAX_TOOL_OUTPUT: usize = 100_000;
 pub enum AgentEvent {
     /// Model text.
     TextDelta {
-        /// Channel.
+        /// Project of the conversation.
+        project: DocId,
+        /// Conversation.
         channel: String,
         /// Text.
         text: String,
     },
     /// The model's try failed mid-stream and is retried: drop the partial text.
     Restart {
-        /// Channel.
+        /// Project of the conversation.
+        project: DocId,
+        /// Conversation.
         channel: String,
     },
     /// A tool is about to run.
     ToolCall {
-        /// Channel.
+        /// Project of the conversation.
+        project: DocId,
+        /// Conversation.
         channel: String,
         /// Tool name.
         name: String,
@@ -63,7 +75,9 @@ pub enum AgentEvent {
     },
     /// A tool finished.
     ToolResult {
-        /// Channel.
+        /// Project of the conversation.
+        project: DocId,
+        /// Conversation.
         channel: String,
         /// Tool name.
         name: String,
@@ -74,9 +88,11 @@ pub enum AgentEvent {
     },
     /// A risky tool waits for the owner.
     ApprovalRequested {
-        /// Approval id for [`Agent::decide`].
-        id: u64,
-        /// Channel.
+        /// Approval id for [`Agent::decide`] (random, unguessable).
+        id: String,
+        /// Project of the conversation.
+        project: DocId,
+        /// Conversation.
         channel: String,
         /// Tool name.
         name: String,
@@ -85,7 +101,9 @@ pub enum AgentEvent {
     },
     /// The invocation ended.
     Finished {
-        /// Channel.
+        /// Project of the conversation.
+        project: DocId,
+        /// Conversation.
         channel: String,
         /// Why: `end_turn`, `step_limit`, `aborted`, or `error: …`.
         reason: String,
@@ -107,7 +125,7 @@ pub struct AgentConfig {
     pub max_tokens: u32,
     /// Opt-in tools to offer besides the defaults (e.g. `notes_delete`).
     pub extra_tools: Vec<String>,
-    /// Where project directories live (`<dir>/<project name>`).
+    /// Where project directories live (`<dir>/<project id>`).
     pub projects_dir: Option<std::path::PathBuf>,
     /// Model for rolling summaries (default: the chat model, same provider).
     pub summary_model: Option<String>,
@@ -160,19 +178,86 @@ pub struct Outcome {
     pub steps: u32,
 }
 
+/// A conversation: a project and a name within it (`cli`, `web`, …).
+type ConvKey = (DocId, String);
+
+/// How an approval request was resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    /// The owner allowed the call.
+    Approved,
+    /// The owner denied it.
+    Denied,
+    /// Nobody answered within the owner's timeout (counts as denied).
+    TimedOut,
+    /// The turn was stopped (counts as denied).
+    Stopped,
+}
+
+impl Resolution {
+    /// `approved`, `denied`, `timed_out` or `stopped`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Resolution::Approved => "approved",
+            Resolution::Denied => "denied",
+            Resolution::TimedOut => "timed_out",
+            Resolution::Stopped => "stopped",
+        }
+    }
+}
+
+/// What [`Agent::decide`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decided {
+    /// This answer decided the request.
+    Now,
+    /// It had already been resolved (another screen answered first, it timed out, or
+    /// the turn stopped): this answer changed nothing.
+    Already(Resolution),
+    /// No such approval (or it belongs to another conversation).
+    Unknown,
+}
+
+/// An approval request, as the owner's screens list it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    /// Its id.
+    pub id: String,
+    /// The conversation's project.
+    pub project: DocId,
+    /// The conversation.
+    pub conversation: String,
+    /// Tool name.
+    pub tool: String,
+    /// Arguments (redacted).
+    pub args: Value,
+    /// When it was asked, ms.
+    pub asked_at: i64,
+    /// `None` while it waits.
+    pub resolution: Option<Resolution>,
+}
+
+struct ApprovalSlot {
+    info: Approval,
+    tx: Option<oneshot::Sender<Resolution>>,
+}
+
+/// Resolved approvals kept so that late answers see the outcome.
+const KEEP_RESOLVED: usize = 256;
+
 /// The hub's agent.
 pub struct Agent {
     store: DocumentStore,
     provider: Mutex<ProviderClient>,
-    config: AgentConfig,
+    config: Mutex<AgentConfig>,
     updates: Arc<tools::UpdateLog>,
     db: Mutex<Connection>,
     events: broadcast::Sender<AgentEvent>,
-    channels: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    generations: Mutex<HashMap<String, u64>>,
-    approvals: Mutex<HashMap<u64, oneshot::Sender<bool>>>,
-    next_approval: AtomicU64,
+    conversations: Mutex<HashMap<ConvKey, Arc<tokio::sync::Mutex<()>>>>,
+    generations: Mutex<HashMap<ConvKey, u64>>,
+    approvals: Mutex<Vec<ApprovalSlot>>,
     redactor: Mutex<Redactor>,
+    closing: AtomicBool,
 }
 
 /// Who started an invocation, which decides how risky tools are approved.
@@ -189,9 +274,7 @@ pub enum Trigger {
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Agent")
-            .field("model", &self.config.model)
-            .finish()
+        f.debug_struct("Agent").finish_non_exhaustive()
     }
 }
 
@@ -200,6 +283,13 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// A random approval id: 128 bits, hex.
+fn approval_id() -> Result<String, AgentError> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| AgentError::Invalid(format!("no randomness: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
 /// Caps tool output at [`MAX_TOOL_OUTPUT`] characters, noting the full size.
@@ -215,6 +305,94 @@ pub fn cap_output(s: String) -> String {
     cut
 }
 
+impl AgentEvent {
+    /// The project of the conversation the event belongs to.
+    pub fn project(&self) -> DocId {
+        match self {
+            AgentEvent::TextDelta { project, .. }
+            | AgentEvent::Restart { project, .. }
+            | AgentEvent::ToolCall { project, .. }
+            | AgentEvent::ToolResult { project, .. }
+            | AgentEvent::ApprovalRequested { project, .. }
+            | AgentEvent::Finished { project, .. } => *project,
+        }
+    }
+
+    /// The conversation the event belongs to.
+    pub fn conversation(&self) -> &str {
+        match self {
+            AgentEvent::TextDelta { channel, .. }
+            | AgentEvent::Restart { channel, .. }
+            | AgentEvent::ToolCall { channel, .. }
+            | AgentEvent::ToolResult { channel, .. }
+            | AgentEvent::ApprovalRequested { channel, .. }
+            | AgentEvent::Finished { channel, .. } => channel,
+        }
+    }
+
+    /// The event with every string redacted.
+    fn redacted(self, r: &Redactor) -> Self {
+        match self {
+            AgentEvent::TextDelta {
+                project,
+                channel,
+                text,
+            } => AgentEvent::TextDelta {
+                project,
+                channel,
+                text: r.redact(&text),
+            },
+            AgentEvent::ToolCall {
+                project,
+                channel,
+                name,
+                args,
+            } => AgentEvent::ToolCall {
+                project,
+                channel,
+                name,
+                args: r.redact_json(&args),
+            },
+            AgentEvent::ToolResult {
+                project,
+                channel,
+                name,
+                output,
+                is_error,
+            } => AgentEvent::ToolResult {
+                project,
+                channel,
+                name,
+                output: r.redact(&output),
+                is_error,
+            },
+            AgentEvent::ApprovalRequested {
+                id,
+                project,
+                channel,
+                name,
+                args,
+            } => AgentEvent::ApprovalRequested {
+                id,
+                project,
+                channel,
+                name,
+                args: r.redact_json(&args),
+            },
+            AgentEvent::Finished {
+                project,
+                channel,
+                reason,
+            } => AgentEvent::Finished {
+                project,
+                channel,
+                reason: r.redact(&reason),
+            },
+            other => other,
+        }
+    }
+}
+
 impl Agent {
     /// An agent over `store`, keeping messages and the audit log in `db`.
     pub fn new(
@@ -227,54 +405,20 @@ impl Agent {
         // WAL append, not an fsync per row (which would dominate a turn). Audit rows are
         // committed with FULL (see `audit`), as durable as the actions they record.
         let conn = crate::hubdb::open(db, crate::hubdb::Durability::Normal)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS messages (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                channel TEXT NOT NULL,
-                role TEXT NOT NULL,
-                content TEXT NOT NULL,
-                created_at INTEGER NOT NULL
-            );
-            CREATE INDEX IF NOT EXISTS messages_channel ON messages(channel, id);
-            CREATE TABLE IF NOT EXISTS audit_log (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                at INTEGER NOT NULL,
-                channel TEXT NOT NULL,
-                project TEXT NOT NULL,
-                tool TEXT NOT NULL,
-                args TEXT NOT NULL,
-                outcome TEXT NOT NULL,
-                is_error INTEGER NOT NULL
-            );
-            CREATE TRIGGER IF NOT EXISTS audit_log_append_only_u BEFORE UPDATE ON audit_log
-                BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-            CREATE TRIGGER IF NOT EXISTS audit_log_append_only_d BEFORE DELETE ON audit_log
-                BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;",
-        )?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS tool_permissions (
-                project TEXT NOT NULL,
-                tool TEXT NOT NULL,
-                allowed INTEGER NOT NULL,
-                PRIMARY KEY (project, tool)
-            );",
-        )?;
-        super::memory::migrate(&conn)?;
-        super::usage::migrate(&conn)?;
         let (events, _) = broadcast::channel(4096);
         let updates = Arc::new(tools::UpdateLog::open(db)?);
         Ok(Self {
             store,
             provider: Mutex::new(provider),
-            config,
+            config: Mutex::new(config),
             updates,
             db: Mutex::new(conn),
             events,
-            channels: Mutex::new(HashMap::new()),
+            conversations: Mutex::new(HashMap::new()),
             generations: Mutex::new(HashMap::new()),
-            approvals: Mutex::new(HashMap::new()),
-            next_approval: AtomicU64::new(1),
+            approvals: Mutex::new(Vec::new()),
             redactor: Mutex::new(Redactor::default()),
+            closing: AtomicBool::new(false),
         })
     }
 
@@ -285,75 +429,160 @@ impl Agent {
         }
     }
 
-    /// Sets the values to scrub from tool output (every stored secret).
+    /// The settings now in force (a copy).
+    pub fn config(&self) -> AgentConfig {
+        self.config
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    /// Changes settings while running (models, instructions, the approval timeout);
+    /// the next invocation uses them.
+    pub fn update_config(&self, f: impl FnOnce(&mut AgentConfig)) {
+        match self.config.lock() {
+            Ok(mut c) => f(&mut c),
+            Err(e) => f(&mut e.into_inner()),
+        }
+    }
+
+    /// Sets the values to scrub from everything the agent emits or stores.
     pub fn set_redactor(&self, redactor: Redactor) {
         if let Ok(mut r) = self.redactor.lock() {
             *r = redactor;
         }
     }
 
-    fn redact(&self, text: String) -> String {
+    fn redactor(&self) -> Redactor {
         self.redactor
             .lock()
-            .map(|r| r.redact(&text))
-            .unwrap_or(text)
+            .map(|r| r.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    fn redact(&self, text: String) -> String {
+        self.redactor().redact(&text)
+    }
+
+    fn db(&self) -> Result<std::sync::MutexGuard<'_, Connection>, AgentError> {
+        self.db
+            .lock()
+            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))
     }
 
     /// Daily usage rollups.
     pub fn usage(&self) -> Result<Vec<super::usage::DailyUsage>, AgentError> {
-        let db = self
-            .db
-            .lock()
-            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
-        Ok(super::usage::daily(&db)?)
+        Ok(super::usage::daily(&*self.db()?)?)
     }
 
-    /// The channel's rolling summary, if one was made.
-    pub fn summary(&self, channel: &str) -> Result<Option<String>, AgentError> {
-        let db = self
-            .db
-            .lock()
-            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
-        Ok(super::memory::summary(&db, channel)?.map(|(s, _)| s))
+    /// The conversation's rolling summary, if one was made.
+    pub fn summary(&self, project: DocId, channel: &str) -> Result<Option<String>, AgentError> {
+        Ok(super::memory::summary(&*self.db()?, &project.to_string(), channel)?.map(|(s, _)| s))
     }
 
-    /// Subscribes to every channel's events.
+    /// Subscribes to every conversation's events.
     pub fn subscribe(&self) -> broadcast::Receiver<AgentEvent> {
         self.events.subscribe()
     }
 
-    /// Cancels the channel's running invocation (it ends with reason `aborted`).
-    pub fn abort(&self, channel: &str) {
+    /// Cancels the conversation's running invocation (it ends with reason `aborted`);
+    /// its waiting approvals resolve as stopped.
+    pub fn abort(&self, project: DocId, channel: &str) {
         if let Ok(mut g) = self.generations.lock() {
-            *g.entry(channel.to_string()).or_default() += 1;
+            *g.entry((project, channel.to_string())).or_default() += 1;
+        }
+        self.resolve_waiting(|a| a.project == project && a.conversation == channel);
+    }
+
+    /// Stops every invocation for shutdown: running ones end as aborted at their next
+    /// step, waiting approvals resolve as stopped, and new ones are refused.
+    pub fn stop_all(&self) {
+        self.closing.store(true, Ordering::SeqCst);
+        if let Ok(mut g) = self.generations.lock() {
+            for v in g.values_mut() {
+                *v += 1;
+            }
+        }
+        self.resolve_waiting(|_| true);
+    }
+
+    fn resolve_waiting(&self, which: impl Fn(&Approval) -> bool) {
+        if let Ok(mut slots) = self.approvals.lock() {
+            for slot in slots.iter_mut() {
+                if slot.info.resolution.is_none() && which(&slot.info) {
+                    slot.info.resolution = Some(Resolution::Stopped);
+                    if let Some(tx) = slot.tx.take() {
+                        let _ = tx.send(Resolution::Stopped);
+                    }
+                }
+            }
         }
     }
 
-    /// Answers an approval request; returns whether one was waiting.
-    pub fn decide(&self, id: u64, approve: bool) -> bool {
-        let waiting = self.approvals.lock().ok().and_then(|mut a| a.remove(&id));
-        waiting.is_some_and(|tx| tx.send(approve).is_ok())
+    /// Answers an approval request. The first answer wins; later ones learn how it was
+    /// resolved. With `conversation`, only an approval of that conversation is decided.
+    pub fn decide(&self, id: &str, conversation: Option<(DocId, &str)>, approve: bool) -> Decided {
+        let Ok(mut slots) = self.approvals.lock() else {
+            return Decided::Unknown;
+        };
+        let Some(slot) = slots.iter_mut().find(|s| {
+            s.info.id == id
+                && conversation.is_none_or(|(p, c)| s.info.project == p && s.info.conversation == c)
+        }) else {
+            return Decided::Unknown;
+        };
+        if let Some(done) = slot.info.resolution {
+            return Decided::Already(done);
+        }
+        let resolution = if approve {
+            Resolution::Approved
+        } else {
+            Resolution::Denied
+        };
+        slot.info.resolution = Some(resolution);
+        if let Some(tx) = slot.tx.take() {
+            let _ = tx.send(resolution);
+        }
+        Decided::Now
     }
 
-    fn generation(&self, channel: &str) -> u64 {
+    /// Approval requests: waiting ones and recently resolved ones, oldest first.
+    pub fn approvals(&self) -> Vec<Approval> {
+        self.approvals
+            .lock()
+            .map(|s| s.iter().map(|s| s.info.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    fn generation(&self, key: &ConvKey) -> u64 {
         self.generations
             .lock()
-            .map(|g| g.get(channel).copied().unwrap_or(0))
+            .map(|g| g.get(key).copied().unwrap_or(0))
             .unwrap_or(0)
     }
 
     fn emit(&self, ev: AgentEvent) {
-        let _ = self.events.send(ev);
+        let _ = self.events.send(ev.redacted(&self.redactor()));
     }
 
-    fn store_message(&self, channel: &str, role: &str, content: &Value) -> Result<(), AgentError> {
-        let db = self
-            .db
-            .lock()
-            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
-        db.execute(
-            "INSERT INTO messages (channel, role, content, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![channel, role, content.to_string(), now_ms()],
+    fn store_message(
+        &self,
+        project: &DocId,
+        channel: &str,
+        role: &str,
+        content: &Value,
+    ) -> Result<(), AgentError> {
+        let content = self.redactor().redact_json(content);
+        self.db()?.execute(
+            "INSERT INTO messages (project, conversation, role, content, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                project.to_string(),
+                channel,
+                role,
+                content.to_string(),
+                now_ms()
+            ],
         )?;
         Ok(())
     }
@@ -367,20 +596,23 @@ impl Agent {
         outcome: &str,
         is_error: bool,
     ) {
+        let r = self.redactor();
+        let args = r.redact_json(args).to_string();
+        let outcome = r.redact(outcome);
         // The row is committed with synchronous=FULL (the WAL is fsynced) before the
         // tool's result is reported to anyone, so an action that survived a power cut is
         // never missing from the log; the connection goes back to NORMAL for messages.
         let written = self.db.lock().map(|db| {
             db.pragma_update(None, "synchronous", "FULL")?;
             let inserted = db.execute(
-                "INSERT INTO audit_log (at, channel, project, tool, args, outcome, is_error)
+                "INSERT INTO audit_log (at, conversation, project, tool, args, outcome, is_error)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![
                     now_ms(),
                     channel,
                     project.to_string(),
                     tool,
-                    args.to_string(),
+                    args,
                     outcome,
                     is_error
                 ],
@@ -395,10 +627,7 @@ impl Agent {
 
     /// The audit log, oldest first: (tool, outcome, is_error).
     pub fn audit_entries(&self) -> Result<Vec<(String, String, bool)>, AgentError> {
-        let db = self
-            .db
-            .lock()
-            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
+        let db = self.db()?;
         let mut stmt = db.prepare("SELECT tool, outcome, is_error FROM audit_log ORDER BY id")?;
         let rows = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
@@ -406,14 +635,14 @@ impl Agent {
         Ok(rows)
     }
 
-    /// The channel's summary (if any) and the messages after it, oldest first.
-    fn history(&self, channel: &str) -> Result<(Option<String>, Vec<Message>), AgentError> {
-        let rows = self.rows_after_summary(channel)?;
-        let db = self
-            .db
-            .lock()
-            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
-        let summary = super::memory::summary(&db, channel)?.map(|(s, _)| s);
+    /// The conversation's summary (if any) and the messages after it, oldest first.
+    fn history(
+        &self,
+        project: &DocId,
+        channel: &str,
+    ) -> Result<(Option<String>, Vec<Message>), AgentError> {
+        let rows = self.rows_after_summary(project, channel)?;
+        let summary = self.summary(*project, channel)?;
         Ok((
             summary,
             rows.iter()
@@ -422,48 +651,42 @@ impl Agent {
         ))
     }
 
-    fn rows_after_summary(&self, channel: &str) -> Result<Vec<super::memory::Row>, AgentError> {
-        let db = self
-            .db
-            .lock()
-            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
-        let covered = super::memory::summary(&db, channel)?
+    fn rows_after_summary(
+        &self,
+        project: &DocId,
+        channel: &str,
+    ) -> Result<Vec<super::memory::Row>, AgentError> {
+        let db = self.db()?;
+        let project = project.to_string();
+        let covered = super::memory::summary(&db, &project, channel)?
             .map(|(_, c)| c)
             .unwrap_or(0);
         let mut stmt = db.prepare(
-            "SELECT id, role, content FROM messages WHERE channel = ?1 AND id > ?2 ORDER BY id",
+            "SELECT id, role, content FROM messages
+             WHERE project = ?1 AND conversation = ?2 AND id > ?3 ORDER BY id",
         )?;
         let rows = stmt
-            .query_map(params![channel, covered], |r| {
+            .query_map(params![project, channel, covered], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?
             .collect::<Result<_, _>>()?;
         Ok(rows)
     }
 
-    /// Folds old messages into the channel's summary when enough have accumulated.
+    /// Folds old messages into the conversation's summary when enough have accumulated.
     /// Best effort: a failure is logged, never returned.
     async fn summarize_if_due(&self, channel: &str, project: &DocId) {
         let result: Result<(), AgentError> = async {
-            let rows = self.rows_after_summary(channel)?;
-            let since = {
-                let db = self
-                    .db
-                    .lock()
-                    .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
-                super::memory::seen_until(&db, channel)?
-            };
+            let rows = self.rows_after_summary(project, channel)?;
+            let since = super::memory::seen_until(&*self.db()?, &project.to_string(), channel)?;
             let Some((old, covered)) = super::memory::due(&rows, since) else {
                 return Ok(());
             };
             let newest = rows.last().map(|r| r.0).unwrap_or(covered);
-            let previous = self.summary(channel)?;
+            let previous = self.summary(*project, channel)?;
+            let config = self.config();
             let req = ChatRequest {
-                model: self
-                    .config
-                    .summary_model
-                    .clone()
-                    .unwrap_or_else(|| self.config.model.clone()),
+                model: config.summary_model.clone().unwrap_or(config.model),
                 system: "You maintain concise running summaries of conversations.".into(),
                 system_dynamic: String::new(),
                 messages: vec![Message {
@@ -486,11 +709,16 @@ impl Agent {
             if turn.text.trim().is_empty() {
                 return Err(AgentError::Invalid("the summary came back empty".into()));
             }
-            let db = self
-                .db
-                .lock()
-                .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
-            super::memory::store(&db, channel, turn.text.trim(), covered, newest, now_ms())?;
+            let text = self.redact(turn.text.trim().to_string());
+            super::memory::store(
+                &*self.db()?,
+                &project.to_string(),
+                channel,
+                &text,
+                covered,
+                newest,
+                now_ms(),
+            )?;
             Ok(())
         }
         .await;
@@ -516,10 +744,7 @@ impl Agent {
     /// the project's own overrides (which win).
     pub fn permitted(&self, project: &DocId) -> Result<Vec<ToolInfo>, AgentError> {
         let overrides: HashMap<String, bool> = {
-            let db = self
-                .db
-                .lock()
-                .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
+            let db = self.db()?;
             let mut stmt =
                 db.prepare("SELECT tool, allowed FROM tool_permissions WHERE project = ?1")?;
             let rows = stmt
@@ -527,11 +752,12 @@ impl Agent {
                 .collect::<Result<_, _>>()?;
             rows
         };
+        let extra = self.config().extra_tools;
         Ok(tools::catalog()
             .into_iter()
             .filter(|t| match overrides.get(t.name) {
                 Some(allowed) => *allowed,
-                None => t.default_on || self.config.extra_tools.iter().any(|x| x == t.name),
+                None => t.default_on || extra.iter().any(|x| x == t.name),
             })
             .collect())
     }
@@ -546,11 +772,7 @@ impl Agent {
         if !tools::catalog().iter().any(|t| t.name == tool) {
             return Err(AgentError::Invalid(format!("unknown tool {tool:?}")));
         }
-        let db = self
-            .db
-            .lock()
-            .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))?;
-        db.execute(
+        self.db()?.execute(
             "INSERT INTO tool_permissions (project, tool, allowed) VALUES (?1, ?2, ?3)
              ON CONFLICT(project, tool) DO UPDATE SET allowed = excluded.allowed",
             params![project.to_string(), tool, allowed],
@@ -563,14 +785,15 @@ impl Agent {
         project: DocId,
         summary: Option<&str>,
         permitted: &[ToolInfo],
+        config: &AgentConfig,
     ) -> Result<(String, String), AgentError> {
         let p = self.store.get::<Project>(project).await?;
         let names: Vec<&str> = permitted.iter().map(|t| t.name).collect();
-        let dir = self
-            .config
+        // Named by id: a project's name comes from documents any paired device may edit.
+        let dir = config
             .projects_dir
             .as_ref()
-            .map(|d| d.join(&p.value.name).display().to_string())
+            .map(|d| d.join(project.to_string()).display().to_string())
             .unwrap_or_else(|| "(none)".into());
         let visible = {
             let store = self.store.clone();
@@ -595,7 +818,7 @@ impl Agent {
             p.value.name,
             if p.value.instructions.is_empty() { "(none)" } else { &p.value.instructions },
             today(),
-            self.config.model,
+            config.model,
             names.join(", "),
             if skills.is_empty() { "(none)".to_string() } else { skills.join(", ") },
         );
@@ -603,7 +826,7 @@ impl Agent {
             Some(sum) => format!("{dynamic}\n\nConversation so far (summary):\n{sum}"),
             None => dynamic,
         };
-        Ok((self.config.instructions.clone(), dynamic))
+        Ok((config.instructions.clone(), dynamic))
     }
 
     /// Runs one invocation: `message` from the user on `channel`, in `project`.
@@ -625,23 +848,28 @@ impl Agent {
         message: &str,
         trigger: Trigger,
     ) -> Result<Outcome, AgentError> {
+        if self.closing.load(Ordering::SeqCst) {
+            return Err(AgentError::Invalid("the hub is shutting down".into()));
+        }
+        let key: ConvKey = (project, channel.to_string());
         let lock = {
             let mut ch = self
-                .channels
+                .conversations
                 .lock()
-                .map_err(|_| AgentError::Invalid("channel lock poisoned".into()))?;
-            ch.entry(channel.to_string()).or_default().clone()
+                .map_err(|_| AgentError::Invalid("conversation lock poisoned".into()))?;
+            ch.entry(key.clone()).or_default().clone()
         };
         let _serial = lock.lock().await;
-        let generation = self.generation(channel);
+        let generation = self.generation(&key);
+        let config = self.config();
         let user = json!([{ "type": "text", "text": message }]);
         // Stored before anything streams, so a crash never loses what the user said.
-        self.store_message(channel, "user", &user)?;
+        self.store_message(&project, channel, "user", &user)?;
         // The permitted tools, read once: offered to the model, named in the prompt, checked per call.
         let permitted = self.permitted(&project)?;
-        let (summary, mut messages) = self.history(channel)?;
+        let (summary, mut messages) = self.history(&project, channel)?;
         let (system, system_dynamic) = self
-            .system_prompt(project, summary.as_deref(), &permitted)
+            .system_prompt(project, summary.as_deref(), &permitted, &config)
             .await?;
         let specs: Vec<ToolSpec> = permitted
             .iter()
@@ -665,20 +893,20 @@ impl Agent {
         let mut steps = 0;
         let mut last_text = String::new();
         let reason = loop {
-            if self.generation(channel) != generation {
+            if self.generation(&key) != generation {
                 break "aborted".to_string();
             }
-            if steps >= self.config.max_steps {
+            if steps >= config.max_steps {
                 break "step_limit".to_string();
             }
             steps += 1;
             let req = ChatRequest {
-                model: self.config.model.clone(),
+                model: config.model.clone(),
                 system: system.clone(),
                 system_dynamic: system_dynamic.clone(),
                 messages: messages.clone(),
                 tools: specs.clone(),
-                max_tokens: self.config.max_tokens,
+                max_tokens: config.max_tokens,
             };
             let ch = channel.to_string();
             let provider = self
@@ -689,10 +917,12 @@ impl Agent {
             let turn = provider
                 .stream(&req, |ev| match ev {
                     StreamEvent::TextDelta(text) => self.emit(AgentEvent::TextDelta {
+                        project,
                         channel: ch.clone(),
                         text,
                     }),
                     StreamEvent::Restart { .. } => self.emit(AgentEvent::Restart {
+                        project,
                         channel: ch.clone(),
                     }),
                     StreamEvent::ToolCall(_) => {}
@@ -702,14 +932,15 @@ impl Agent {
                 Ok(t) => t,
                 Err(e) => {
                     self.emit(AgentEvent::Finished {
+                        project,
                         channel: channel.into(),
                         reason: format!("error: {e}"),
                     });
-                    self.save_transcript(channel, &transcript)?;
+                    self.save_transcript(&project, channel, &transcript)?;
                     return Err(e.into());
                 }
             };
-            self.record_usage(&self.config.model, &project, &turn.usage);
+            self.record_usage(&config.model, &project, &turn.usage);
             last_text = turn.text.clone();
             let mut assistant = Vec::new();
             if !turn.text.is_empty() {
@@ -728,10 +959,11 @@ impl Agent {
             }
             let mut results = Vec::new();
             for c in &turn.tool_calls {
-                if self.generation(channel) != generation {
+                if self.generation(&key) != generation {
                     break;
                 }
                 self.emit(AgentEvent::ToolCall {
+                    project,
                     channel: channel.into(),
                     name: c.name.clone(),
                     args: c.input.clone(),
@@ -743,26 +975,44 @@ impl Agent {
                     ),
                     Some(risk) => {
                         let approved = match (&trigger, *risk) {
-                            (_, Risk::Safe) => true,
+                            (_, Risk::Safe) => Resolution::Approved,
                             (Trigger::Interactive, Risk::Risky) => {
-                                self.ask(channel, &c.name, &c.input).await
+                                self.ask(&key, &c.name, &c.input, config.approval_timeout)
+                                    .await
                             }
                             (Trigger::Scheduled { auto_approve }, Risk::Risky) => {
-                                auto_approve.contains(&c.name)
+                                if auto_approve.contains(&c.name) {
+                                    Resolution::Approved
+                                } else {
+                                    Resolution::Denied
+                                }
                             }
                         };
-                        if approved {
-                            match tools::call(&ctx, &c.name, c.input.clone()).await {
-                                Ok(v) => (cap_output(self.redact(v.to_string())), false),
-                                Err(e) => (self.redact(e.to_string()), true),
+                        match approved {
+                            Resolution::Approved => {
+                                match tools::call(&ctx, &c.name, c.input.clone()).await {
+                                    Ok(v) => (cap_output(self.redact(v.to_string())), false),
+                                    Err(e) => (self.redact(e.to_string()), true),
+                                }
                             }
-                        } else {
-                            ("the owner denied this tool call".to_string(), true)
+                            Resolution::Denied => {
+                                ("the owner denied this tool call".to_string(), true)
+                            }
+                            Resolution::TimedOut => (
+                                "the owner did not answer in time: the tool call was not run"
+                                    .to_string(),
+                                true,
+                            ),
+                            Resolution::Stopped => (
+                                "the turn was stopped: the tool call was not run".to_string(),
+                                true,
+                            ),
                         }
                     }
                 };
                 self.audit(channel, &project, &c.name, &c.input, &output, is_error);
                 self.emit(AgentEvent::ToolResult {
+                    project,
                     channel: channel.into(),
                     name: c.name.clone(),
                     output: output.clone(),
@@ -789,9 +1039,10 @@ impl Agent {
                 content: results,
             });
         };
-        self.save_transcript(channel, &transcript)?;
+        self.save_transcript(&project, channel, &transcript)?;
         self.summarize_if_due(channel, &project).await;
         self.emit(AgentEvent::Finished {
+            project,
             channel: channel.into(),
             reason: reason.clone(),
         });
@@ -804,33 +1055,78 @@ impl Agent {
 
     fn save_transcript(
         &self,
+        project: &DocId,
         channel: &str,
         transcript: &[(String, Value)],
     ) -> Result<(), AgentError> {
         for (role, content) in transcript {
-            self.store_message(channel, role, content)?;
+            self.store_message(project, channel, role, content)?;
         }
         Ok(())
     }
 
-    async fn ask(&self, channel: &str, name: &str, args: &Value) -> bool {
-        let id = self.next_approval.fetch_add(1, Ordering::Relaxed);
+    /// Asks the owner about a risky call and waits for the first answer, the turn's stop,
+    /// or `timeout`.
+    async fn ask(&self, key: &ConvKey, name: &str, args: &Value, timeout: Duration) -> Resolution {
+        let id = match approval_id() {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot make an approval id; denying");
+                return Resolution::Denied;
+            }
+        };
         let (tx, rx) = oneshot::channel();
-        if let Ok(mut a) = self.approvals.lock() {
-            a.insert(id, tx);
+        let args = self.redactor().redact_json(args);
+        if let Ok(mut slots) = self.approvals.lock() {
+            // Forget the oldest resolved requests beyond the ones kept for late answers.
+            let resolved = slots.iter().filter(|s| s.info.resolution.is_some()).count();
+            let mut extra = resolved.saturating_sub(KEEP_RESOLVED);
+            slots.retain(|s| {
+                let drop = extra > 0 && s.info.resolution.is_some();
+                if drop {
+                    extra -= 1;
+                }
+                !drop
+            });
+            slots.push(ApprovalSlot {
+                info: Approval {
+                    id: id.clone(),
+                    project: key.0,
+                    conversation: key.1.clone(),
+                    tool: name.to_string(),
+                    args: args.clone(),
+                    asked_at: now_ms(),
+                    resolution: None,
+                },
+                tx: Some(tx),
+            });
         }
         self.emit(AgentEvent::ApprovalRequested {
-            id,
-            channel: channel.into(),
+            id: id.clone(),
+            project: key.0,
+            channel: key.1.clone(),
             name: name.into(),
-            args: args.clone(),
+            args,
         });
-        let decided = tokio::time::timeout(self.config.approval_timeout, rx).await;
-        if let Ok(mut a) = self.approvals.lock() {
-            a.remove(&id);
+        let decided = tokio::time::timeout(timeout, rx).await;
+        let resolution = match decided {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Resolution::Stopped,
+            Err(_) => Resolution::TimedOut,
+        };
+        if let Ok(mut slots) = self.approvals.lock() {
+            if let Some(slot) = slots.iter_mut().find(|s| s.info.id == id) {
+                // A decision that raced the timeout: the recorded one stands.
+                match slot.info.resolution {
+                    Some(r) => return r,
+                    None => {
+                        slot.info.resolution = Some(resolution);
+                        slot.tx = None;
+                    }
+                }
+            }
         }
-        // No answer in time counts as a denial.
-        matches!(decided, Ok(Ok(true)))
+        resolution
     }
 }
 

@@ -107,16 +107,6 @@ impl UpdateLog {
     /// Opens the log in `db`.
     pub fn open(db: &Path) -> Result<Self, crate::hubdb::HubDbError> {
         let conn = crate::hubdb::open(db, crate::hubdb::Durability::Normal)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS updates (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                project TEXT NOT NULL,
-                task TEXT,
-                text TEXT NOT NULL,
-                created_at INTEGER NOT NULL
-            );
-            CREATE INDEX IF NOT EXISTS updates_project ON updates(project, id);",
-        )?;
         Ok(Self {
             conn: Mutex::new(conn),
         })

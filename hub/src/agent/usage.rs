@@ -1,26 +1,9 @@
 //! Daily usage rollups: input, output and cached tokens, requests and estimated cost,
-//! per day, model and project, in `hub.db`.
+//! per day, model and project, in `hub.db` (table `usage_daily`, created by `hubdb`).
 
 use rusqlite::{params, Connection};
 
 use super::provider::Usage;
-
-/// Creates the table.
-pub fn migrate(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS usage_daily (
-            day TEXT NOT NULL,
-            model TEXT NOT NULL,
-            project TEXT NOT NULL,
-            input_tokens INTEGER NOT NULL DEFAULT 0,
-            output_tokens INTEGER NOT NULL DEFAULT 0,
-            cached_tokens INTEGER NOT NULL DEFAULT 0,
-            requests INTEGER NOT NULL DEFAULT 0,
-            cost_micro_usd INTEGER NOT NULL DEFAULT 0,
-            PRIMARY KEY (day, model, project)
-        );",
-    )
-}
 
 /// USD per million tokens (input, output, cached input) for models whose price is known.
 fn price(model: &str) -> (f64, f64, f64) {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use hearth_tests::{eventually, http_request, hub_cli, HubProc, NodeHome, Proc};
+use hearth_tests::{eventually, hub_cli, HubProc, NodeHome, Proc};
 
 use crate::{bins, sub, tempdir};
 
@@ -68,9 +68,7 @@ fn pair_through_a_ticket_then_sync_by_node_id_alone() -> anyhow::Result<()> {
         hearth_net::fingerprint_of_id(&hub.id)
     );
     // The owner approves through the HTTP API, as the UI will.
-    let http = hub.http.ok_or_else(|| anyhow::anyhow!("no HTTP"))?;
-    let (status, body) = http_request(
-        http,
+    let (status, body) = hub.api(
         "POST",
         "/api/v1/devices/approve",
         Some(&format!(
@@ -95,7 +93,7 @@ fn pair_through_a_ticket_then_sync_by_node_id_alone() -> anyhow::Result<()> {
         l.starts_with("hearth caught-up")
     })?;
     assert!(laptop.cli(&["note", "show", &note])?.contains("paired!"));
-    let (status, body) = http_request(http, "GET", "/api/v1/devices", None)?;
+    let (status, body) = hub.api("GET", "/api/v1/devices", None)?;
     assert_eq!(status, 200);
     assert!(
         body.contains("Ada's laptop") && body.contains("\"online\":true"),

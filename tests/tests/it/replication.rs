@@ -127,24 +127,9 @@ fn a_cli_edit_on_a_running_node_reaches_the_other_node() -> anyhow::Result<()> {
         Ok(note_json(&a, &note)?["content"] == "typed on A\nand on B")
     })?;
     // The hub serves the same documents over its HTTP API.
-    let http = hub
-        .http
-        .ok_or_else(|| anyhow::anyhow!("hub has no HTTP address"))?;
-    let body = http_get(http, "/api/v1/notes")?;
+    let (status, body) = hub.api("GET", "/api/v1/notes", None)?;
+    assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"title\":\"Live\""), "{body}");
     assert!(body.contains("\"total\":1"), "{body}");
     Ok(())
-}
-
-/// A minimal HTTP/1.1 GET on loopback (no client library needed for one request).
-fn http_get(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<String> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr)?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut out = String::new();
-    s.read_to_string(&mut out)?;
-    Ok(out)
 }

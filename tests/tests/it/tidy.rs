@@ -114,3 +114,52 @@ fn every_source_file_opens_with_a_module_doc() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            rust_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Inside the hub: only `hubdb` creates tables or sets `user_version` in hub.db; the API
+/// module never touches SQLite; nothing under `agent/` knows the API.
+#[test]
+fn hub_subsystem_arrows_hold() -> anyhow::Result<()> {
+    let src = workspace_root().join("hub/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files)?;
+    let mut wrong = Vec::new();
+    for file in files {
+        let rel = file
+            .strip_prefix(&src)?
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = std::fs::read_to_string(&file)?;
+        // Test modules may build fixtures; production code may not.
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if rel != "hubdb.rs" && (code.contains("CREATE TABLE") || code.contains("user_version")) {
+            wrong.push(format!("{rel}: creates hub.db tables outside hubdb.rs"));
+        }
+        if rel.starts_with("api/") && (code.contains("rusqlite") || code.contains("execute(")) {
+            wrong.push(format!("{rel}: the API module holds no SQL"));
+        }
+        if rel.starts_with("agent/") && (code.contains("crate::api") || code.contains("axum")) {
+            wrong.push(format!("{rel}: the agent knows no HTTP"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    Ok(())
+}

@@ -1,0 +1,173 @@
+//! Owner access routes: login links, the login itself, and browser sessions.
+//!
+//! - `POST /auth/links {ttl_secs?}`: a one-time login link (owner only; `hearth-hub open`
+//!   calls it), `{ "url", "expires_at" }`.
+//! - `GET /auth/login?link=…` (public, single use): opens a session and sets this hub's
+//!   HttpOnly, SameSite=Strict cookie, then redirects to `/`.
+//! - `GET /auth/sessions` (a page, `current` marks the caller's), `DELETE
+//!   /auth/sessions/{id}`, `POST /auth/logout` (ends the caller's session).
+
+use axum::{
+    extract::{Path, State},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{delete, get, post},
+    Extension, Json, Router,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{blocking, guard::Principal, ApiError, ApiQuery, ApiResult, ApiState, Page, PageQuery};
+use crate::owner::{SessionInfo, LINK_LIFETIME, SESSION_LIFETIME};
+
+/// The login route, relative to the API root (public: the link is the credential).
+pub(super) const LOGIN_PATH: &str = "/auth/login";
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/auth/links", post(create_link))
+        .route(LOGIN_PATH, get(login))
+        .route("/auth/sessions", get(list_sessions))
+        .route("/auth/sessions/{id}", delete(end_session))
+        .route("/auth/logout", post(logout))
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct LinkBody {
+    /// Seconds the link stays valid (1 to 600; default 120).
+    ttl_secs: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct LinkDto {
+    url: String,
+    expires_at: i64,
+}
+
+async fn create_link(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> ApiResult<Json<LinkDto>> {
+    // The body is optional: an empty POST asks for the default lifetime.
+    let body: LinkBody = if body.iter().all(u8::is_ascii_whitespace) {
+        LinkBody::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?
+    };
+    let ttl = match body.ttl_secs {
+        None => LINK_LIFETIME,
+        Some(secs @ 1..=600) => std::time::Duration::from_secs(secs),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "ttl_secs must be 1 to 600, not {other}"
+            )))
+        }
+    };
+    // The guard checked that Host names this hub.
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1")
+        .to_string();
+    let sessions = s.access.sessions().clone();
+    let (secret, expires_at) = blocking(move || sessions.create_link(ttl)).await?;
+    Ok(Json(LinkDto {
+        url: format!("http://{host}/api/v1{LOGIN_PATH}?link={secret}"),
+        expires_at,
+    }))
+}
+
+#[derive(Debug, Deserialize)]
+struct LoginQuery {
+    link: String,
+}
+
+async fn login(
+    State(s): State<ApiState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<LoginQuery>,
+) -> ApiResult<Response> {
+    let agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let sessions = s.access.sessions().clone();
+    let session = blocking(move || sessions.redeem_link(&q.link, &agent)).await?;
+    let cookie = format!(
+        "{}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
+        s.access.cookie_name(),
+        session.token,
+        SESSION_LIFETIME.as_secs()
+    );
+    let cookie = HeaderValue::from_str(&cookie).map_err(ApiError::internal)?;
+    tracing::info!(session = %session.id, "owner logged in with a login link");
+    let mut resp = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+    resp.headers_mut().insert(header::SET_COOKIE, cookie);
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
+
+#[derive(Debug, Serialize)]
+struct SessionDto {
+    id: String,
+    created_at: i64,
+    last_used: i64,
+    expires_at: i64,
+    user_agent: String,
+    /// Whether this is the session making the request.
+    current: bool,
+}
+
+fn dto(s: SessionInfo, principal: &Option<Extension<Principal>>) -> SessionDto {
+    let current = matches!(principal, Some(Extension(Principal::Session(id))) if *id == s.id);
+    SessionDto {
+        current,
+        id: s.id,
+        created_at: s.created_at,
+        last_used: s.last_used,
+        expires_at: s.expires_at,
+        user_agent: s.user_agent,
+    }
+}
+
+async fn list_sessions(
+    State(s): State<ApiState>,
+    principal: Option<Extension<Principal>>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Page<SessionDto>> {
+    let sessions = s.access.sessions().clone();
+    let all = blocking(move || sessions.list()).await?;
+    Ok(Page::from_all(all, &q)?.map(|x| dto(x, &principal)))
+}
+
+async fn end_session(State(s): State<ApiState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    let sessions = s.access.sessions().clone();
+    let ended = blocking(move || sessions.end(&id)).await?;
+    tracing::info!(session = %ended.id, "owner session ended");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn logout(
+    State(s): State<ApiState>,
+    principal: Option<Extension<Principal>>,
+) -> ApiResult<Response> {
+    let Some(Extension(Principal::Session(id))) = principal else {
+        return Err(ApiError::bad_request(
+            "logout ends a browser session; this request used the owner token",
+        ));
+    };
+    let sessions = s.access.sessions().clone();
+    blocking(move || sessions.end(&id)).await?;
+    let clear = format!(
+        "{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0",
+        s.access.cookie_name()
+    );
+    let mut resp = StatusCode::NO_CONTENT.into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&clear).map_err(ApiError::internal)?,
+    );
+    Ok(resp)
+}

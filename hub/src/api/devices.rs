@@ -1,0 +1,165 @@
+//! Device routes: paired devices and pairing decisions, for the UI and scripts.
+//!
+//! `GET /devices`, `GET /devices/pending` (pages), `POST /devices/approve`, `POST
+//! /devices/deny`, `PATCH /devices/{id}` (rename), `DELETE /devices/{id}` (revoke: the
+//! device's open connections close at once). Every route goes through the
+//! `DeviceRegistry`.
+
+use axum::{
+    extract::{Path, State},
+    http::StatusCode,
+    routing::{get, patch, post},
+    Json, Router,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{blocking, ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery};
+use crate::{
+    access::{ConnectionTracker, REVOKED_REASON},
+    devices::{Device, DeviceError},
+};
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/devices", get(list))
+        .route("/devices/pending", get(pending))
+        .route("/devices/approve", post(approve))
+        .route("/devices/deny", post(deny))
+        .route("/devices/{id}", patch(rename).delete(revoke))
+}
+
+#[derive(Serialize)]
+struct DeviceDto {
+    node_id: String,
+    /// `hearth_net::fingerprint` of the key: what the device's `hearth pair` shows.
+    fingerprint: String,
+    name: String,
+    scope: Option<String>,
+    paired_at: i64,
+    last_seen: Option<i64>,
+    online: bool,
+    revoked: bool,
+}
+
+fn dto(d: Device, tracker: &ConnectionTracker) -> DeviceDto {
+    let online = d
+        .node_id
+        .parse()
+        .map(|id| tracker.is_online(&id))
+        .unwrap_or(false);
+    DeviceDto {
+        fingerprint: hearth_net::fingerprint_of_id(&d.node_id).unwrap_or_default(),
+        node_id: d.node_id,
+        name: d.name,
+        scope: d.scope,
+        paired_at: d.paired_at,
+        last_seen: d.last_seen,
+        online,
+        revoked: d.revoked_at.is_some(),
+    }
+}
+
+async fn list(
+    State(s): State<ApiState>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Page<DeviceDto>> {
+    let reg = s.registry.clone();
+    let devices = blocking(move || reg.list()).await?;
+    Ok(Page::from_all(devices, &q)?.map(|d| dto(d, &s.tracker)))
+}
+
+#[derive(Serialize)]
+struct PendingDto {
+    code: String,
+    node_id: String,
+    device_name: String,
+    fingerprint: String,
+    previously_revoked: bool,
+    created_at: i64,
+    expires_at: i64,
+}
+
+async fn pending(
+    State(s): State<ApiState>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Page<PendingDto>> {
+    let reg = s.registry.clone();
+    let rows = blocking(move || reg.pending()).await?;
+    Ok(Page::from_all(rows, &q)?.map(|p| PendingDto {
+        code: p.code,
+        node_id: p.node_id,
+        device_name: p.device_name,
+        fingerprint: p.fingerprint,
+        previously_revoked: p.previously_revoked,
+        created_at: p.created_at,
+        expires_at: p.expires_at,
+    }))
+}
+
+#[derive(Deserialize)]
+struct Decision {
+    code: String,
+    name: Option<String>,
+    scope: Option<String>,
+    /// When given, approve only if the code belongs to the key with this fingerprint
+    /// (what the UI showed the owner); otherwise 409 and nothing changes.
+    fingerprint: Option<String>,
+}
+
+async fn approve(
+    State(s): State<ApiState>,
+    ApiJson(d): ApiJson<Decision>,
+) -> ApiResult<Json<DeviceDto>> {
+    if let Some(scope) = &d.scope {
+        if scope.parse::<hearth_sync::DocId>().is_err() {
+            return Err(ApiError::bad_request(format!(
+                "scope {scope:?} is not a project id"
+            )));
+        }
+    }
+    let reg = s.registry.clone();
+    let device = blocking(move || -> Result<Device, DeviceError> {
+        if let Some(want) = &d.fingerprint {
+            let req = reg.request(&d.code)?;
+            if !req.fingerprint.eq_ignore_ascii_case(want.trim()) {
+                return Err(DeviceError::Mismatch {
+                    code: req.code,
+                    fingerprint: req.fingerprint,
+                });
+            }
+        }
+        reg.approve(&d.code, d.name.as_deref(), d.scope.as_deref())
+    })
+    .await?;
+    Ok(Json(dto(device, &s.tracker)))
+}
+
+async fn deny(State(s): State<ApiState>, ApiJson(d): ApiJson<Decision>) -> ApiResult<StatusCode> {
+    let reg = s.registry.clone();
+    blocking(move || reg.deny(&d.code)).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+struct Rename {
+    name: String,
+}
+
+async fn rename(
+    State(s): State<ApiState>,
+    Path(id): Path<String>,
+    ApiJson(r): ApiJson<Rename>,
+) -> ApiResult<Json<DeviceDto>> {
+    let reg = s.registry.clone();
+    let device = blocking(move || reg.rename(&id, &r.name)).await?;
+    Ok(Json(dto(device, &s.tracker)))
+}
+
+async fn revoke(State(s): State<ApiState>, Path(id): Path<String>) -> ApiResult<Json<DeviceDto>> {
+    let reg = s.registry.clone();
+    let device = blocking(move || reg.revoke(&id)).await?;
+    if let Ok(node) = device.node_id.parse() {
+        s.tracker.close(&node, REVOKED_REASON);
+    }
+    Ok(Json(dto(device, &s.tracker)))
+}

@@ -1,0 +1,281 @@
+//! Settings routes: runtime settings (models, the agent's instructions, the approval
+//! timeout; kept in `hub.db`, in force at once), provider keys (write-only, shown
+//! masked), and per-project tool permissions and secrets.
+//!
+//! - `GET /settings`, `PATCH /settings {chat_model?, summary_model? (null: the chat
+//!   model), embedding_model?, instructions?, approval_timeout_secs?}`
+//! - `GET /settings/providers` (a page), `PUT /settings/providers/{name} {key}`
+//! - `GET /projects/{project}/tools` (a page), `PUT /projects/{project}/tools/{tool}
+//!   {allowed}`
+//! - `GET /projects/{project}/secrets` (a page), `PUT|DELETE
+//!   /projects/{project}/secrets/{name}`
+
+use axum::{
+    extract::{Path, State},
+    http::StatusCode,
+    routing::{get, put},
+    Json, Router,
+};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::{blocking, ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery};
+use crate::{
+    agent::provider::ModelRef,
+    chat::PROVIDERS,
+    secrets::{SecretError, SecretValue, MASK},
+    settings::{RuntimePatch, RuntimeSettings},
+};
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/settings", get(get_settings).patch(patch_settings))
+        .route("/settings/providers", get(providers))
+        .route("/settings/providers/{name}", put(set_provider_key))
+        .route("/projects/{project}/tools", get(project_tools))
+        .route("/projects/{project}/tools/{tool}", put(set_project_tool))
+        .route("/projects/{project}/secrets", get(project_secrets))
+        .route(
+            "/projects/{project}/secrets/{name}",
+            put(set_project_secret).delete(delete_project_secret),
+        )
+}
+
+#[derive(Debug, Serialize)]
+struct SettingsDto {
+    chat_model: String,
+    summary_model: Option<String>,
+    embedding_model: String,
+    instructions: String,
+    approval_timeout_secs: u64,
+}
+
+impl From<RuntimeSettings> for SettingsDto {
+    fn from(s: RuntimeSettings) -> Self {
+        Self {
+            chat_model: s.chat_model.to_string(),
+            summary_model: s.summary_model.map(|m| m.to_string()),
+            embedding_model: s.embedding_model.to_string(),
+            instructions: s.instructions,
+            approval_timeout_secs: s.approval_timeout_secs,
+        }
+    }
+}
+
+async fn get_settings(State(s): State<ApiState>) -> ApiResult<Json<SettingsDto>> {
+    let runtime = s.runtime.clone();
+    Ok(Json(blocking(move || runtime.load()).await?.into()))
+}
+
+/// `null` and absent differ: `Some(None)` clears.
+fn double_option<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsPatch {
+    chat_model: Option<String>,
+    #[serde(default, deserialize_with = "double_option")]
+    summary_model: Option<Option<String>>,
+    embedding_model: Option<String>,
+    instructions: Option<String>,
+    approval_timeout_secs: Option<u64>,
+}
+
+fn model(s: &str) -> Result<ModelRef, ApiError> {
+    s.parse()
+        .map_err(|e: crate::agent::provider::ProviderError| ApiError::bad_request(e.to_string()))
+}
+
+async fn patch_settings(
+    State(s): State<ApiState>,
+    ApiJson(p): ApiJson<SettingsPatch>,
+) -> ApiResult<Json<SettingsDto>> {
+    let patch = RuntimePatch {
+        chat_model: p.chat_model.as_deref().map(model).transpose()?,
+        summary_model: match p.summary_model {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(m)) => Some(Some(model(&m)?)),
+        },
+        embedding_model: p.embedding_model.as_deref().map(model).transpose()?,
+        instructions: p.instructions,
+        approval_timeout_secs: p.approval_timeout_secs,
+    };
+    let (runtime, chat) = (s.runtime.clone(), s.chat.clone());
+    let now = blocking(move || -> Result<RuntimeSettings, ApiError> {
+        let now = runtime.update(patch)?;
+        chat.apply_runtime(&now).map_err(ApiError::bad_request)?;
+        Ok(now)
+    })
+    .await?;
+    Ok(Json(now.into()))
+}
+
+#[derive(Debug, Serialize)]
+struct ProviderDto {
+    name: &'static str,
+    /// `********` when a key is stored, else null.
+    key: Option<&'static str>,
+}
+
+async fn providers(
+    State(s): State<ApiState>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Page<ProviderDto>> {
+    let secrets = s.chat.secrets.clone();
+    let data = blocking(move || -> Result<Vec<ProviderDto>, SecretError> {
+        PROVIDERS
+            .iter()
+            .map(|name| {
+                Ok(ProviderDto {
+                    name,
+                    key: secrets.get("provider", name)?.map(|_| MASK),
+                })
+            })
+            .collect()
+    })
+    .await?;
+    Page::from_all(data, &q)
+}
+
+#[derive(Debug, Deserialize)]
+struct KeyBody {
+    key: String,
+}
+
+async fn set_provider_key(
+    State(s): State<ApiState>,
+    Path(name): Path<String>,
+    ApiJson(b): ApiJson<KeyBody>,
+) -> ApiResult<Json<serde_json::Value>> {
+    if !PROVIDERS.contains(&name.as_str()) {
+        return Err(ApiError::not_found(format!("unknown provider {name:?}")));
+    }
+    let (chat, runtime, n) = (s.chat.clone(), s.runtime.clone(), name.clone());
+    blocking(move || -> Result<(), ApiError> {
+        chat.secrets.set("provider", &n, &SecretValue::new(b.key))?;
+        chat.refresh_redactor();
+        let now = runtime.load()?;
+        if now.chat_model.provider == n {
+            chat.apply_runtime(&now).map_err(ApiError::bad_request)?;
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(Json(serde_json::json!({ "name": name, "key": MASK })))
+}
+
+#[derive(Debug, Serialize)]
+struct ToolDto {
+    name: &'static str,
+    description: &'static str,
+    allowed: bool,
+    risky: bool,
+}
+
+async fn project_tools(
+    State(s): State<ApiState>,
+    Path(project): Path<String>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Page<ToolDto>> {
+    let id = s.chat.resolve(Some(&project)).await?;
+    let agent = s.chat.agent.clone();
+    let allowed: Vec<&'static str> = blocking(move || {
+        agent
+            .permitted(&id)
+            .map(|t| t.into_iter().map(|t| t.name).collect())
+    })
+    .await?;
+    let data = crate::agent::tools::catalog()
+        .into_iter()
+        .map(|t| ToolDto {
+            allowed: allowed.contains(&t.name),
+            risky: t.risk == crate::agent::tools::Risk::Risky,
+            name: t.name,
+            description: t.description,
+        })
+        .collect();
+    Page::from_all(data, &q)
+}
+
+#[derive(Debug, Deserialize)]
+struct Allowed {
+    allowed: bool,
+}
+
+async fn set_project_tool(
+    State(s): State<ApiState>,
+    Path((project, tool)): Path<(String, String)>,
+    ApiJson(a): ApiJson<Allowed>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let id = s.chat.resolve(Some(&project)).await?;
+    let agent = s.chat.agent.clone();
+    let t = tool.clone();
+    blocking(move || agent.set_permission(&id, &t, a.allowed)).await?;
+    Ok(Json(
+        serde_json::json!({ "tool": tool, "allowed": a.allowed }),
+    ))
+}
+
+#[derive(Debug, Serialize)]
+struct SecretDto {
+    name: String,
+    value: &'static str,
+}
+
+async fn project_scope(s: &ApiState, project: &str) -> ApiResult<String> {
+    Ok(format!("project:{}", s.chat.resolve(Some(project)).await?))
+}
+
+async fn project_secrets(
+    State(s): State<ApiState>,
+    Path(project): Path<String>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Page<SecretDto>> {
+    let scope = project_scope(&s, &project).await?;
+    let secrets = s.chat.secrets.clone();
+    let names = blocking(move || secrets.names(&scope)).await?;
+    // Values are never returned, only masked.
+    Ok(Page::from_all(names, &q)?.map(|name| SecretDto { name, value: MASK }))
+}
+
+#[derive(Debug, Deserialize)]
+struct SecretBody {
+    value: String,
+}
+
+async fn set_project_secret(
+    State(s): State<ApiState>,
+    Path((project, name)): Path<(String, String)>,
+    ApiJson(b): ApiJson<SecretBody>,
+) -> ApiResult<Json<SecretDto>> {
+    let scope = project_scope(&s, &project).await?;
+    let (chat, n) = (s.chat.clone(), name.clone());
+    blocking(move || -> Result<(), SecretError> {
+        chat.secrets.set(&scope, &n, &SecretValue::new(b.value))?;
+        chat.refresh_redactor();
+        Ok(())
+    })
+    .await?;
+    Ok(Json(SecretDto { name, value: MASK }))
+}
+
+async fn delete_project_secret(
+    State(s): State<ApiState>,
+    Path((project, name)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let scope = project_scope(&s, &project).await?;
+    let (chat, n) = (s.chat.clone(), name.clone());
+    let existed = blocking(move || -> Result<bool, SecretError> {
+        let existed = chat.secrets.delete(&scope, &n)?;
+        chat.refresh_redactor();
+        Ok(existed)
+    })
+    .await?;
+    if existed {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(format!("no secret {name:?}")))
+    }
+}
