@@ -86,6 +86,15 @@ pub enum StoreError {
     /// A blocking task panicked or was cancelled.
     #[error("store task failed: {0}")]
     Task(String),
+    /// An edit named document heads this replica does not have (yet): the client's
+    /// version is unknown here, so its positions cannot be placed.
+    #[error("document {id} has no version with heads {heads}")]
+    UnknownHeads {
+        /// The document.
+        id: DocId,
+        /// The heads asked for, hex, comma-separated.
+        heads: String,
+    },
 }
 
 impl StoreError {

@@ -460,3 +460,94 @@ async fn two_writers_on_one_file_lose_nothing_and_are_announced() {
         assert_eq!(content, "from cli\nfrom daemon\n");
     }
 }
+
+#[test]
+fn a_text_patch_against_old_heads_lands_in_place_after_another_edit() {
+    let (_dir, s) = store();
+    let note = s
+        .create_blocking(Note {
+            project: None,
+            title: "Astral".into(),
+            content: "a😀b𝄞c".into(),
+        })
+        .expect("note");
+    let seen = s.get_versioned_blocking::<Note>(note.id).expect("versioned");
+    assert_eq!(seen.record.value.content, "a😀b𝄞c");
+    // Another edit lands first, before and after the client's spot.
+    s.update_blocking(
+        note.id,
+        NotePatch {
+            content: Some(TextEdit::Splice {
+                pos: 0,
+                delete: 0,
+                insert: "🎉".into(),
+            }),
+            ..NotePatch::default()
+        },
+    )
+    .expect("intervening edit");
+    s.update_blocking(
+        note.id,
+        NotePatch {
+            content: Some(TextEdit::Append("🌍".into())),
+            ..NotePatch::default()
+        },
+    )
+    .expect("second intervening edit");
+    // The client's patch, computed in UTF-16 code units against "a😀b𝄞c": replace "b"
+    // (at 1 + 2) with "Y🚀", then insert "!" after "𝄞" in "a😀Y🚀𝄞c" (at 1+2+1+2+2).
+    let splices = [
+        hearth_sync::TextSplice {
+            pos: 3,
+            delete: 1,
+            insert: "Y🚀".into(),
+        },
+        hearth_sync::TextSplice {
+            pos: 8,
+            delete: 0,
+            insert: "!".into(),
+        },
+    ];
+    let heads = s
+        .update_text_at_blocking(note.id, Kind::Note, "content", &seen.heads, &splices)
+        .expect("patch at old heads");
+    let now = s.get_versioned_blocking::<Note>(note.id).expect("read");
+    assert_eq!(now.record.value.content, "🎉a😀Y🚀𝄞!c🌍");
+    assert_eq!(now.heads, heads);
+    // The derived rows follow: search finds the merged text.
+    assert_eq!(s.search_blocking("Astral", None, 5).expect("search").len(), 1);
+
+    // Heads this replica never saw: a conflict, nothing changes.
+    let unknown = vec!["ab".repeat(32)];
+    let e = s
+        .update_text_at_blocking(note.id, Kind::Note, "content", &unknown, &splices)
+        .expect_err("unknown heads");
+    assert!(matches!(e, StoreError::UnknownHeads { .. }), "{e}");
+    // A position inside a surrogate pair, past the end, a non-text field, no heads.
+    let bad = |pos, field: &str, heads: &[String]| {
+        s.update_text_at_blocking(
+            note.id,
+            Kind::Note,
+            field,
+            heads,
+            &[hearth_sync::TextSplice {
+                pos,
+                delete: 0,
+                insert: "x".into(),
+            }],
+        )
+        .expect_err("refused")
+    };
+    for e in [
+        bad(1, "content", &now.heads),
+        bad(99, "content", &now.heads),
+        bad(0, "project", &now.heads),
+        bad(0, "content", &[]),
+        bad(0, "content", &["zz".into()]),
+    ] {
+        assert!(matches!(e, StoreError::Invalid { .. }), "{e}");
+    }
+    let after = s.get_versioned_blocking::<Note>(note.id).expect("read");
+    assert_eq!(after.record.value.content, "🎉a😀Y🚀𝄞!c🌍");
+    assert_eq!(after.heads, now.heads);
+}

@@ -68,6 +68,7 @@ use cache::*;
 use refs::*;
 use replication::quarantine;
 use schema::*;
+pub use query::Versioned;
 pub use scope::Scope;
 use scope::*;
 use untrusted::*;

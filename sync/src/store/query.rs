@@ -29,7 +29,49 @@ pub(super) fn fts_query(query: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" "))
 }
 
+/// An entity with the heads of the version it was read at: what a client computes a
+/// text patch against ([`DocumentStore::update_text_at`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Versioned<E> {
+    /// The entity.
+    pub record: Record<E>,
+    /// The document's heads at that version, as hex change hashes.
+    pub heads: Vec<String>,
+}
+
 impl DocumentStore {
+    /// Reads an entity together with the heads of the version read (one lock, so the
+    /// heads and the content always match).
+    pub async fn get_versioned<E: Entity>(&self, id: DocId) -> Result<Versioned<E>, StoreError> {
+        self.blocking(move |s| s.get_versioned_blocking(id)).await
+    }
+
+    /// [`Self::get_versioned`] for synchronous callers.
+    pub fn get_versioned_blocking<E: Entity>(
+        &self,
+        id: DocId,
+    ) -> Result<Versioned<E>, StoreError> {
+        self.verify_all_pending_blocking()?;
+        let mut inner = self.lock();
+        let Inner { conn, cache } = &mut *inner;
+        let row = doc_row(conn, &id)?.ok_or_else(|| StoreError::NotFound {
+            kind: E::KIND.as_str(),
+            id: id.to_string(),
+        })?;
+        if row.kind != E::KIND.as_str() {
+            return Err(StoreError::WrongKind {
+                id,
+                expected: E::KIND,
+                found: row.kind,
+            });
+        }
+        let entry = cached(conn, cache, &id, &row)?;
+        Ok(Versioned {
+            record: record_of(id, &entry.doc),
+            heads: entry.doc.get_heads().iter().map(|h| h.to_string()).collect(),
+        })
+    }
+
     /// Reads an entity.
     pub async fn get<E: Entity>(&self, id: DocId) -> Result<Record<E>, StoreError> {
         self.blocking(move |s| s.get_blocking(id)).await

@@ -1,6 +1,7 @@
 //! The write path: chunks, compaction, heads, digests and derived rows in one transaction.
 
 use super::*;
+use crate::entity::TextSplice;
 
 pub(super) fn bucket_update(
     tx: &Transaction<'_>,
@@ -346,5 +347,214 @@ impl DocumentStore {
                 Ok(())
             }
         }
+    }
+}
+
+/// Most splices one text patch may carry.
+pub(super) const MAX_SPLICES: usize = 1024;
+
+/// The text fields of each kind: the ones a text patch may edit.
+pub(super) fn text_fields(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::Project => &["instructions"],
+        Kind::Note => &["title", "content"],
+        Kind::Task => &["name", "notes"],
+        Kind::Contact => &["notes"],
+        Kind::Skill => &["description", "body"],
+    }
+}
+
+/// Where UTF-16 position `pos16` of `text` falls in Automerge's unit `enc`.
+fn utf16_to_units(
+    text: &str,
+    pos16: usize,
+    enc: automerge::TextEncoding,
+    field: &'static str,
+) -> Result<usize, StoreError> {
+    use automerge::TextEncoding as E;
+    let (mut u16s, mut chars, mut bytes) = (0usize, 0usize, 0usize);
+    for c in text.chars() {
+        if u16s >= pos16 {
+            break;
+        }
+        u16s += c.len_utf16();
+        chars += 1;
+        bytes += c.len_utf8();
+    }
+    if u16s != pos16 {
+        let reason = if u16s < pos16 {
+            format!("position {pos16} is past the end of the text ({u16s} UTF-16 code units)")
+        } else {
+            format!("position {pos16} falls inside a surrogate pair")
+        };
+        return Err(StoreError::invalid(field, reason));
+    }
+    match enc {
+        E::UnicodeCodePoint => Ok(chars),
+        E::Utf8CodeUnit => Ok(bytes),
+        E::Utf16CodeUnit => Ok(u16s),
+        _ => Err(StoreError::invalid(
+            field,
+            "this build counts text in grapheme clusters, which a UTF-16 splice cannot address",
+        )),
+    }
+}
+
+fn parse_heads(id: DocId, heads: &[String]) -> Result<Vec<ChangeHash>, StoreError> {
+    heads
+        .iter()
+        .map(|h| {
+            h.parse::<ChangeHash>()
+                .map_err(|_| StoreError::invalid("heads", format!("{h:?} is not a change hash")))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|v| {
+            if v.is_empty() {
+                Err(StoreError::invalid(
+                    "heads",
+                    format!("a patch of {id} names the heads it was computed against"),
+                ))
+            } else {
+                Ok(v)
+            }
+        })
+}
+
+/// Applies `splices` (UTF-16 positions, each against the text the previous ones left) to
+/// text field `key` of `fork`, which stands at the client's version.
+fn splice_utf16(
+    fork: &mut AutoCommit,
+    key: &'static str,
+    splices: &[TextSplice],
+) -> Result<(), StoreError> {
+    use automerge::{ObjType, ReadDoc, Value};
+    let obj = match fork.get(ROOT, key)? {
+        Some((Value::Object(ObjType::Text), obj)) => obj,
+        _ => {
+            return Err(StoreError::invalid(
+                key,
+                "the field was not a text at that version",
+            ))
+        }
+    };
+    let enc = fork.text_encoding();
+    for sp in splices {
+        let text = fork.text(&obj)?;
+        let end16 = sp.pos.checked_add(sp.delete).ok_or_else(|| {
+            StoreError::invalid(key, "splice position plus deletion overflows")
+        })?;
+        let start = utf16_to_units(&text, sp.pos, enc, key)?;
+        let end = utf16_to_units(&text, end16, enc, key)?;
+        let delete = isize::try_from(end - start)
+            .map_err(|_| StoreError::invalid(key, "deletion too long"))?;
+        fork.splice_text(&obj, start, delete, &sp.insert)?;
+    }
+    Ok(())
+}
+
+/// Validates the entity a document holds, whatever its kind, and returns its projection.
+fn validate_any(kind: Kind, doc: &AutoCommit) -> Result<Derived, StoreError> {
+    use crate::entity::{Contact, Note, Project, Skill, Task};
+    fn check<E: Entity>(doc: &AutoCommit) -> Result<Derived, StoreError> {
+        let v = E::read(doc);
+        v.validate()?;
+        Ok(v.derive())
+    }
+    match kind {
+        Kind::Project => check::<Project>(doc),
+        Kind::Note => check::<Note>(doc),
+        Kind::Task => check::<Task>(doc),
+        Kind::Contact => check::<Contact>(doc),
+        Kind::Skill => check::<Skill>(doc),
+    }
+}
+
+impl DocumentStore {
+    /// Applies a text patch computed against an earlier version: `splices` (positions and
+    /// lengths in UTF-16 code units, what browsers count; each against the text the
+    /// previous ones left) are applied to field `field` of the document as it was at
+    /// `heads` (hex change hashes), and the result is merged into the current document,
+    /// so edits that landed since (a peer's, another tab's) never shift the patch to the
+    /// wrong place. Returns the new heads.
+    ///
+    /// Heads this replica does not have are [`StoreError::UnknownHeads`]; a field that is
+    /// not a text field of `kind`, or a position outside the text at that version or
+    /// inside a surrogate pair, is [`StoreError::Invalid`]. The write goes through the
+    /// one write path (durability, derived rows, feed).
+    pub async fn update_text_at(
+        &self,
+        id: DocId,
+        kind: Kind,
+        field: String,
+        heads: Vec<String>,
+        splices: Vec<TextSplice>,
+    ) -> Result<Vec<String>, StoreError> {
+        self.blocking(move |s| s.update_text_at_blocking(id, kind, &field, &heads, &splices))
+            .await
+    }
+
+    /// [`Self::update_text_at`] for synchronous callers.
+    pub fn update_text_at_blocking(
+        &self,
+        id: DocId,
+        kind: Kind,
+        field: &str,
+        heads: &[String],
+        splices: &[TextSplice],
+    ) -> Result<Vec<String>, StoreError> {
+        let Some(key) = text_fields(kind).iter().copied().find(|f| *f == field) else {
+            return Err(StoreError::invalid(
+                "field",
+                format!(
+                    "{field:?} is not a text field of a {kind} (text fields: {})",
+                    text_fields(kind).join(", ")
+                ),
+            ));
+        };
+        if splices.len() > MAX_SPLICES {
+            return Err(StoreError::invalid(
+                "splices",
+                format!("at most {MAX_SPLICES} splices per patch"),
+            ));
+        }
+        let wanted = parse_heads(id, heads)?;
+        let writer = self.shared.writer;
+        let mut inner = self.lock();
+        let result = inner.write(writer, Durability::Full, &id, |tx, stored, doc| {
+            if stored != kind.as_str() {
+                return Err(StoreError::WrongKind {
+                    id,
+                    expected: kind,
+                    found: stored.to_string(),
+                });
+            }
+            if read_bool(doc, "deleted") {
+                return Err(StoreError::Deleted { kind, id });
+            }
+            let mut fork = doc.fork_at(&wanted).map_err(|_| StoreError::UnknownHeads {
+                id,
+                heads: heads.join(","),
+            })?;
+            // The fork carries a fresh actor; its change is merged like a peer's.
+            splice_utf16(&mut fork, key, splices)?;
+            fork.commit();
+            doc.merge(&mut fork)?;
+            doc.put(ROOT, "updated_at", ScalarValue::Timestamp(now_ms()))?;
+            let derived = validate_any(kind, doc)?;
+            check_refs_conn(tx, &id, kind, &derived)?;
+            doc.commit();
+            Ok(doc.get_heads())
+        })?;
+        drop(inner);
+        let Some((after, changed)) = result else {
+            return Err(StoreError::NotFound {
+                kind: kind.as_str(),
+                id: id.to_string(),
+            });
+        };
+        if changed {
+            self.announce(id, Origin::Local);
+        }
+        Ok(after.iter().map(|h| h.to_string()).collect())
     }
 }
