@@ -203,6 +203,7 @@ fn create_general(store: &DocumentStore) -> Result<DocId, ProjectError> {
             name: GENERAL.into(),
             parent: None,
             instructions: String::new(),
+            archived: false,
         })?
         .id)
 }
@@ -217,6 +218,7 @@ mod tests {
                 name: name.into(),
                 parent,
                 instructions: String::new(),
+                archived: false,
             })
             .expect("create")
             .id

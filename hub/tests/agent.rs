@@ -95,6 +95,7 @@ async fn setup(replies: Vec<Reply>, config: AgentConfig) -> Setup {
             name: "general".into(),
             parent: None,
             instructions: "Be brief.".into(),
+            archived: false,
         })
         .await
         .expect("project")
@@ -617,6 +618,7 @@ async fn history_and_summaries_belong_to_one_project() {
             name: "work".into(),
             parent: None,
             instructions: String::new(),
+            archived: false,
         })
         .await
         .expect("project")

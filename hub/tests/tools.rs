@@ -24,6 +24,7 @@ fn world() -> World {
                 name: name.into(),
                 parent,
                 instructions: String::new(),
+                archived: false,
             })
             .expect("project")
             .id

@@ -232,6 +232,7 @@ mod tests {
                 name: "p".into(),
                 parent: None,
                 instructions: String::new(),
+                archived: false,
             })
             .expect("write");
         for suffix in ["", "-wal", "-shm"] {

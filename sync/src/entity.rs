@@ -212,6 +212,8 @@ pub enum FieldEdit {
     List(&'static str, Vec<String>),
     /// Replace a map of strings.
     Map(&'static str, BTreeMap<String, String>),
+    /// Set a boolean field.
+    Bool(&'static str, bool),
 }
 
 /// A typed patch for one kind of entity.
@@ -408,6 +410,7 @@ pub(crate) fn apply_edit(doc: &mut AutoCommit, edit: &FieldEdit) -> Result<(), S
         FieldEdit::Str(key, value) => write_str(doc, key, value.as_deref())?,
         FieldEdit::List(key, values) => write_list(doc, key, values)?,
         FieldEdit::Map(key, values) => write_map(doc, key, values)?,
+        FieldEdit::Bool(key, value) => doc.put(ROOT, *key, *value)?,
     }
     Ok(())
 }
@@ -507,6 +510,8 @@ pub struct Project {
     pub parent: Option<DocId>,
     /// Instructions for the agent working in this project.
     pub instructions: String,
+    /// Archived: kept with its documents, hidden from default listings.
+    pub archived: bool,
 }
 
 impl Entity for Project {
@@ -514,6 +519,7 @@ impl Entity for Project {
     fn write_new(&self, doc: &mut AutoCommit) -> Result<(), StoreError> {
         write_str(doc, "name", Some(&self.name))?;
         write_id(doc, "parent", self.parent)?;
+        doc.put(ROOT, "archived", self.archived)?;
         write_text(doc, "instructions", &self.instructions)
     }
     fn read(doc: &AutoCommit) -> Self {
@@ -521,6 +527,7 @@ impl Entity for Project {
             name: read_str(doc, "name").unwrap_or_default(),
             parent: read_id(doc, "parent"),
             instructions: read_text(doc, "instructions"),
+            archived: read_bool(doc, "archived"),
         }
     }
     fn validate(&self) -> Result<(), StoreError> {
@@ -530,6 +537,8 @@ impl Entity for Project {
         Derived {
             title: self.name.clone(),
             parent: self.parent,
+            // Listed as a status, so a listing can tell archived projects without a load.
+            status: self.archived.then(|| "archived".to_string()),
             body: self.instructions.clone(),
             ..Derived::default()
         }
@@ -545,6 +554,8 @@ pub struct ProjectPatch {
     pub parent: Option<Option<DocId>>,
     /// Instruction edit.
     pub instructions: Option<TextEdit>,
+    /// Archive (`true`) or restore (`false`).
+    pub archived: Option<bool>,
 }
 
 impl Patch for ProjectPatch {
@@ -559,6 +570,9 @@ impl Patch for ProjectPatch {
         }
         if let Some(v) = self.instructions {
             out.push(FieldEdit::Text("instructions", v));
+        }
+        if let Some(v) = self.archived {
+            out.push(FieldEdit::Bool("archived", v));
         }
         out
     }

@@ -53,6 +53,7 @@ pub(crate) fn run(store: &DocumentStore, cmd: ProjectCommand) -> anyhow::Result<
                 name,
                 parent,
                 instructions,
+                archived: false,
             })?;
             println!("{}", rec.id);
         }
