@@ -27,5 +27,5 @@ pub use error::{SessionError, StoreError};
 pub use session::{read_frame, run_session, SessionConfig, SessionEvent, SessionStats};
 
 pub use store::{
-    DocChange, DocumentStore, Filter, Origin, Versioned, Page, PeerTag, Scope, SearchHit, Summary,
+    DocChange, DocumentStore, Filter, Origin, Page, PeerTag, Scope, SearchHit, Summary, Versioned,
 };

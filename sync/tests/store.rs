@@ -471,7 +471,9 @@ fn a_text_patch_against_old_heads_lands_in_place_after_another_edit() {
             content: "a😀b𝄞c".into(),
         })
         .expect("note");
-    let seen = s.get_versioned_blocking::<Note>(note.id).expect("versioned");
+    let seen = s
+        .get_versioned_blocking::<Note>(note.id)
+        .expect("versioned");
     assert_eq!(seen.record.value.content, "a😀b𝄞c");
     // Another edit lands first, before and after the client's spot.
     s.update_blocking(
@@ -515,7 +517,10 @@ fn a_text_patch_against_old_heads_lands_in_place_after_another_edit() {
     assert_eq!(now.record.value.content, "🎉a😀Y🚀𝄞!c🌍");
     assert_eq!(now.heads, heads);
     // The derived rows follow: search finds the merged text.
-    assert_eq!(s.search_blocking("Astral", None, 5).expect("search").len(), 1);
+    assert_eq!(
+        s.search_blocking("Astral", None, 5).expect("search").len(),
+        1
+    );
 
     // Heads this replica never saw: a conflict, nothing changes.
     let unknown = vec!["ab".repeat(32)];

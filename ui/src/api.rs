@@ -112,7 +112,9 @@ impl From<StoreError> for ApiError {
             StoreError::Invalid { .. } | StoreError::WrongKind { .. } => {
                 Self::bad_request(e.to_string())
             }
-            StoreError::Ambiguous(_) => Self::conflict(e.to_string()),
+            StoreError::Ambiguous(_) | StoreError::UnknownHeads { .. } => {
+                Self::conflict(e.to_string())
+            }
             StoreError::Deleted { .. } => Self::gone(e.to_string()),
             _ => Self::internal(e),
         }

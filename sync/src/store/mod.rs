@@ -65,10 +65,10 @@ mod watcher;
 mod write;
 
 use cache::*;
+pub use query::Versioned;
 use refs::*;
 use replication::quarantine;
 use schema::*;
-pub use query::Versioned;
 pub use scope::Scope;
 use scope::*;
 use untrusted::*;

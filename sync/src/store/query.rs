@@ -47,10 +47,7 @@ impl DocumentStore {
     }
 
     /// [`Self::get_versioned`] for synchronous callers.
-    pub fn get_versioned_blocking<E: Entity>(
-        &self,
-        id: DocId,
-    ) -> Result<Versioned<E>, StoreError> {
+    pub fn get_versioned_blocking<E: Entity>(&self, id: DocId) -> Result<Versioned<E>, StoreError> {
         self.verify_all_pending_blocking()?;
         let mut inner = self.lock();
         let Inner { conn, cache } = &mut *inner;
@@ -68,7 +65,12 @@ impl DocumentStore {
         let entry = cached(conn, cache, &id, &row)?;
         Ok(Versioned {
             record: record_of(id, &entry.doc),
-            heads: entry.doc.get_heads().iter().map(|h| h.to_string()).collect(),
+            heads: entry
+                .doc
+                .get_heads()
+                .iter()
+                .map(|h| h.to_string())
+                .collect(),
         })
     }
 

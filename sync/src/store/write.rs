@@ -440,9 +440,10 @@ fn splice_utf16(
     let enc = fork.text_encoding();
     for sp in splices {
         let text = fork.text(&obj)?;
-        let end16 = sp.pos.checked_add(sp.delete).ok_or_else(|| {
-            StoreError::invalid(key, "splice position plus deletion overflows")
-        })?;
+        let end16 = sp
+            .pos
+            .checked_add(sp.delete)
+            .ok_or_else(|| StoreError::invalid(key, "splice position plus deletion overflows"))?;
         let start = utf16_to_units(&text, sp.pos, enc, key)?;
         let end = utf16_to_units(&text, end16, enc, key)?;
         let delete = isize::try_from(end - start)

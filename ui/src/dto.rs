@@ -1,0 +1,199 @@
+//! Transfer types and helpers every document resource shares: ids, listed rows, list
+//! queries, text edits and text patches against heads, reads that refuse tombstones.
+
+use axum::Json;
+use hearth_sync::{
+    store::Listed, DocId, DocumentStore, Entity, Filter, Kind, StoreError, TextEdit, TextSplice,
+    Versioned,
+};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::api::{ApiError, ApiResult, Page, PageQuery};
+
+/// `Result` of a handler answering JSON.
+pub(crate) type JsonResult<T> = Result<Json<T>, ApiError>;
+
+pub(crate) fn parse_id(s: &str) -> Result<DocId, ApiError> {
+    s.parse().map_err(ApiError::from)
+}
+
+pub(crate) fn parse_opt_id(s: &Option<String>) -> Result<Option<DocId>, ApiError> {
+    s.as_deref().map(parse_id).transpose()
+}
+
+/// `null` in a PATCH body is `Some(None)` (clear it), a missing key `None` (keep it).
+pub(crate) fn double_option<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+pub(crate) fn parse_double_id(
+    s: Option<Option<String>>,
+) -> Result<Option<Option<DocId>>, ApiError> {
+    s.map(|inner| inner.as_deref().map(parse_id).transpose())
+        .transpose()
+}
+
+/// Reads a live entity with its heads: a tombstone is 410, a missing id 404.
+pub(crate) async fn read_live<E: Entity>(
+    store: &DocumentStore,
+    id: DocId,
+) -> ApiResult<Versioned<E>> {
+    let v = store.get_versioned::<E>(id).await?;
+    if v.record.deleted {
+        return Err(StoreError::Deleted { kind: E::KIND, id }.into());
+    }
+    Ok(v)
+}
+
+/// A listed entity.
+#[derive(Debug, Serialize)]
+pub(crate) struct ListedDto {
+    id: String,
+    kind: &'static str,
+    title: String,
+    project: Option<String>,
+    status: Option<String>,
+    due: Option<String>,
+    parent: Option<String>,
+    deleted: bool,
+    updated_at: i64,
+}
+
+impl From<Listed> for ListedDto {
+    fn from(l: Listed) -> Self {
+        Self {
+            id: l.id.to_string(),
+            kind: l.kind.as_str(),
+            title: l.title,
+            project: l.project.map(|p| p.to_string()),
+            status: l.status,
+            due: l.due,
+            parent: l.parent.map(|p| p.to_string()),
+            deleted: l.deleted,
+            updated_at: l.updated_at,
+        }
+    }
+}
+
+/// Query of list endpoints: `project`, `status`, `parent`, `limit`, `offset`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ListQuery {
+    pub(crate) project: Option<String>,
+    pub(crate) status: Option<String>,
+    pub(crate) parent: Option<String>,
+    pub(crate) limit: Option<u32>,
+    pub(crate) offset: Option<u32>,
+}
+
+/// The query parameter names of [`ListQuery`], for the document.
+pub(crate) const LIST_QUERY: &[&str] = &["project", "status", "parent", "limit", "offset"];
+
+pub(crate) async fn list(
+    store: DocumentStore,
+    kind: Kind,
+    q: ListQuery,
+) -> ApiResult<Page<ListedDto>> {
+    let (limit, offset) = PageQuery {
+        limit: q.limit,
+        offset: q.offset,
+    }
+    .bounds()?;
+    let filter = Filter {
+        project: parse_opt_id(&q.project)?,
+        parent: parse_opt_id(&q.parent)?,
+        status: q.status,
+        limit,
+        offset,
+        ..Filter::new(kind)
+    };
+    let page = store.list(filter).await?;
+    Ok(Page {
+        data: page.data.into_iter().map(ListedDto::from).collect(),
+        total: page.total,
+        limit,
+        offset: page.offset,
+    })
+}
+
+/// A text edit in a PATCH body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum TextEditDto {
+    /// Replace the whole text.
+    Replace(String),
+    /// Append at the end.
+    Append(String),
+    /// Splice at a character position (Unicode scalar values); for edits computed in a
+    /// browser, use a text patch against heads instead.
+    Splice {
+        /// Position in characters.
+        pos: usize,
+        /// Characters to delete.
+        #[serde(default)]
+        delete: usize,
+        /// Text to insert.
+        #[serde(default)]
+        insert: String,
+    },
+}
+
+impl From<TextEditDto> for TextEdit {
+    fn from(e: TextEditDto) -> Self {
+        match e {
+            TextEditDto::Replace(s) => TextEdit::Replace(s),
+            TextEditDto::Append(s) => TextEdit::Append(s),
+            TextEditDto::Splice {
+                pos,
+                delete,
+                insert,
+            } => TextEdit::Splice {
+                pos,
+                delete,
+                insert,
+            },
+        }
+    }
+}
+
+/// One splice of a text patch; positions in UTF-16 code units.
+#[derive(Debug, Deserialize)]
+pub(crate) struct SpliceDto {
+    pos: usize,
+    #[serde(default)]
+    delete: usize,
+    #[serde(default)]
+    insert: String,
+}
+
+/// Body of `PATCH /{kind}/{id}/text`: splices computed against `heads`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TextPatchDto {
+    field: String,
+    heads: Vec<String>,
+    splices: Vec<SpliceDto>,
+}
+
+/// Applies a text patch against heads, then reads the entity back with its new heads.
+pub(crate) async fn text_patch<E: Entity>(
+    store: &DocumentStore,
+    id: DocId,
+    body: TextPatchDto,
+) -> ApiResult<Versioned<E>> {
+    let splices = body
+        .splices
+        .into_iter()
+        .map(|s| TextSplice {
+            pos: s.pos,
+            delete: s.delete,
+            insert: s.insert,
+        })
+        .collect();
+    store
+        .update_text_at(id, E::KIND, body.field, body.heads, splices)
+        .await?;
+    read_live::<E>(store, id).await
+}

@@ -1,0 +1,151 @@
+//! `/skills`: reusable instructions for the agent (list, get, create, patch, text patch
+//! against heads, delete). A skill without a project is available in every project.
+
+use axum::{
+    extract::{Path, State},
+    http::StatusCode,
+    Json,
+};
+use hearth_sync::{DocumentStore, Kind, Skill, SkillPatch, Versioned};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    api::{ApiError, ApiJson, ApiQuery, ApiResult, Page},
+    dto::*,
+    routes::{ApiRoutes, Verb},
+};
+
+pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
+    ApiRoutes::new("skills")
+        .route(Verb::Get, "/skills", "List skills", list_skills)
+        .query(&["project", "limit", "offset"])
+        .route(Verb::Post, "/skills", "Create a skill", create_skill)
+        .route(
+            Verb::Get,
+            "/skills/{id}",
+            "Read a skill with its heads",
+            get_skill,
+        )
+        .route(Verb::Patch, "/skills/{id}", "Change a skill", patch_skill)
+        .route(
+            Verb::Patch,
+            "/skills/{id}/text",
+            "Apply a text patch against heads (UTF-16 positions)",
+            text_skill,
+        )
+        .route(Verb::Delete, "/skills/{id}", "Delete a skill", delete_skill)
+}
+
+/// A skill.
+#[derive(Debug, Serialize)]
+pub(crate) struct SkillDto {
+    id: String,
+    project: Option<String>,
+    name: String,
+    description: String,
+    body: String,
+    created_at: i64,
+    updated_at: i64,
+    heads: Vec<String>,
+}
+
+impl From<Versioned<Skill>> for SkillDto {
+    fn from(v: Versioned<Skill>) -> Self {
+        let s = v.record.value;
+        Self {
+            id: v.record.id.to_string(),
+            project: s.project.map(|p| p.to_string()),
+            name: s.name,
+            description: s.description,
+            body: s.body,
+            created_at: v.record.created_at,
+            updated_at: v.record.updated_at,
+            heads: v.heads,
+        }
+    }
+}
+
+/// Body of `POST /skills`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct NewSkillDto {
+    name: String,
+    project: Option<String>,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    body: String,
+}
+
+/// Body of `PATCH /skills/{id}`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct SkillPatchDto {
+    name: Option<String>,
+    description: Option<TextEditDto>,
+    body: Option<TextEditDto>,
+}
+
+async fn list_skills(
+    State(store): State<DocumentStore>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Page<ListedDto>> {
+    list(store, Kind::Skill, q).await
+}
+
+async fn create_skill(
+    State(store): State<DocumentStore>,
+    ApiJson(b): ApiJson<NewSkillDto>,
+) -> Result<(StatusCode, Json<SkillDto>), ApiError> {
+    let skill = Skill {
+        project: parse_opt_id(&b.project)?,
+        name: b.name,
+        description: b.description,
+        body: b.body,
+    };
+    let id = store.create(skill).await?.id;
+    Ok((
+        StatusCode::CREATED,
+        Json(read_live(&store, id).await?.into()),
+    ))
+}
+
+async fn get_skill(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+) -> JsonResult<SkillDto> {
+    Ok(Json(read_live(&store, parse_id(&id)?).await?.into()))
+}
+
+async fn patch_skill(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+    ApiJson(b): ApiJson<SkillPatchDto>,
+) -> JsonResult<SkillDto> {
+    let id = parse_id(&id)?;
+    let patch = SkillPatch {
+        name: b.name,
+        description: b.description.map(Into::into),
+        body: b.body.map(Into::into),
+    };
+    store.update(id, patch).await?;
+    Ok(Json(read_live(&store, id).await?.into()))
+}
+
+async fn text_skill(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<TextPatchDto>,
+) -> JsonResult<SkillDto> {
+    Ok(Json(
+        text_patch::<Skill>(&store, parse_id(&id)?, body)
+            .await?
+            .into(),
+    ))
+}
+
+async fn delete_skill(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    store.delete(Kind::Skill, parse_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,176 @@
+//! `/tasks`: tasks and subtasks (list, get, create, patch, text patch against heads,
+//! delete).
+
+use axum::{
+    extract::{Path, State},
+    http::StatusCode,
+    Json,
+};
+use hearth_sync::{DocumentStore, Kind, Task, TaskPatch, TaskStatus, Versioned};
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    api::{ApiError, ApiJson, ApiQuery, ApiResult, Page},
+    dto::*,
+    routes::{ApiRoutes, Verb},
+};
+
+pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
+    ApiRoutes::new("tasks")
+        .route(Verb::Get, "/tasks", "List tasks", list_tasks)
+        .query(LIST_QUERY)
+        .route(Verb::Post, "/tasks", "Create a task", create_task)
+        .route(
+            Verb::Get,
+            "/tasks/{id}",
+            "Read a task with its heads",
+            get_task,
+        )
+        .route(Verb::Patch, "/tasks/{id}", "Change a task", patch_task)
+        .route(
+            Verb::Patch,
+            "/tasks/{id}/text",
+            "Apply a text patch against heads (UTF-16 positions)",
+            text_task,
+        )
+        .route(Verb::Delete, "/tasks/{id}", "Delete a task", delete_task)
+}
+
+/// A task.
+#[derive(Debug, Serialize)]
+pub(crate) struct TaskDto {
+    id: String,
+    project: Option<String>,
+    name: String,
+    status: &'static str,
+    due: Option<String>,
+    notes: String,
+    parent: Option<String>,
+    interval: Option<String>,
+    updated_at: i64,
+    heads: Vec<String>,
+}
+
+impl From<Versioned<Task>> for TaskDto {
+    fn from(v: Versioned<Task>) -> Self {
+        let t = v.record.value;
+        Self {
+            id: v.record.id.to_string(),
+            project: t.project.map(|p| p.to_string()),
+            name: t.name,
+            status: t.status.as_str(),
+            due: t.due,
+            notes: t.notes,
+            parent: t.parent.map(|p| p.to_string()),
+            interval: t.interval,
+            updated_at: v.record.updated_at,
+            heads: v.heads,
+        }
+    }
+}
+
+/// Body of `POST /tasks`.
+#[derive(Debug, Deserialize)]
+pub(crate) struct NewTaskDto {
+    name: String,
+    project: Option<String>,
+    status: Option<String>,
+    due: Option<String>,
+    #[serde(default)]
+    notes: String,
+    parent: Option<String>,
+    interval: Option<String>,
+}
+
+/// Body of `PATCH /tasks/{id}`; `null` clears an optional field.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TaskPatchDto {
+    name: Option<TextEditDto>,
+    status: Option<String>,
+    #[serde(default, deserialize_with = "double_option")]
+    due: Option<Option<String>>,
+    notes: Option<TextEditDto>,
+    #[serde(default, deserialize_with = "double_option")]
+    project: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    parent: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    interval: Option<Option<String>>,
+}
+
+fn status(s: Option<&str>) -> Result<Option<TaskStatus>, ApiError> {
+    Ok(s.map(str::parse::<TaskStatus>).transpose()?)
+}
+
+async fn list_tasks(
+    State(store): State<DocumentStore>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Page<ListedDto>> {
+    list(store, Kind::Task, q).await
+}
+
+async fn create_task(
+    State(store): State<DocumentStore>,
+    ApiJson(b): ApiJson<NewTaskDto>,
+) -> Result<(StatusCode, Json<TaskDto>), ApiError> {
+    let task = Task {
+        project: parse_opt_id(&b.project)?,
+        name: b.name,
+        status: status(b.status.as_deref())?.unwrap_or_default(),
+        due: b.due,
+        notes: b.notes,
+        parent: parse_opt_id(&b.parent)?,
+        interval: b.interval,
+    };
+    let id = store.create(task).await?.id;
+    Ok((
+        StatusCode::CREATED,
+        Json(read_live(&store, id).await?.into()),
+    ))
+}
+
+async fn get_task(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+) -> JsonResult<TaskDto> {
+    Ok(Json(read_live(&store, parse_id(&id)?).await?.into()))
+}
+
+async fn patch_task(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+    ApiJson(b): ApiJson<TaskPatchDto>,
+) -> JsonResult<TaskDto> {
+    let id = parse_id(&id)?;
+    let patch = TaskPatch {
+        name: b.name.map(Into::into),
+        status: status(b.status.as_deref())?,
+        due: b.due,
+        notes: b.notes.map(Into::into),
+        project: parse_double_id(b.project)?,
+        parent: parse_double_id(b.parent)?,
+        interval: b.interval,
+    };
+    store.update(id, patch).await?;
+    Ok(Json(read_live(&store, id).await?.into()))
+}
+
+async fn text_task(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<TextPatchDto>,
+) -> JsonResult<TaskDto> {
+    Ok(Json(
+        text_patch::<Task>(&store, parse_id(&id)?, body)
+            .await?
+            .into(),
+    ))
+}
+
+async fn delete_task(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    store.delete(Kind::Task, parse_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
