@@ -3,7 +3,7 @@
 //! a busy timeout, foreign keys on), and one numbered migration list ([`MIGRATIONS`])
 //! creates every hub table: devices and pairing, messages and summaries, the audit log,
 //! tool permissions, usage, project updates, secrets, owner sessions and login links,
-//! runtime settings. A database whose schema version (`PRAGMA user_version`) is newer
+//! runtime settings, archived conversations. A database whose schema version (`PRAGMA user_version`) is newer
 //! than this code knows is refused with a message naming both versions, before anything
 //! reads or migrates it. Also the small key-value table `hub_meta` (e.g. the `general`
 //! project's id).
@@ -172,6 +172,19 @@ CREATE TABLE settings (
     value TEXT NOT NULL,
     updated_at INTEGER NOT NULL
 );
+",
+    // 6: archived conversations, and the indexes the API's filters read (the audit log
+    // by project and by time, usage by project).
+    "
+CREATE TABLE conversation_state (
+    project TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    archived_at INTEGER,
+    PRIMARY KEY (project, conversation)
+);
+CREATE INDEX audit_log_project ON audit_log(project, id);
+CREATE INDEX audit_log_at ON audit_log(at);
+CREATE INDEX usage_daily_project ON usage_daily(project, day);
 ",
 ];
 

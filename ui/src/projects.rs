@@ -22,25 +22,25 @@ pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
         .route(Verb::Post, "/projects", "Create a project", create_project)
         .route(
             Verb::Get,
-            "/projects/{id}",
+            "/projects/{project}",
             "Read a project with its heads",
             get_project,
         )
         .route(
             Verb::Patch,
-            "/projects/{id}",
+            "/projects/{project}",
             "Rename, move, archive or restore a project, or edit its instructions",
             patch_project,
         )
         .route(
             Verb::Patch,
-            "/projects/{id}/text",
+            "/projects/{project}/text",
             "Apply a text patch against heads (UTF-16 positions)",
             text_project,
         )
         .route(
             Verb::Delete,
-            "/projects/{id}",
+            "/projects/{project}",
             "Delete a project, its subprojects and every document in them",
             delete_project,
         )

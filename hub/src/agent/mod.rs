@@ -4,6 +4,7 @@
 pub mod memory;
 pub mod note_ops;
 pub mod provider;
+pub mod records;
 pub mod runner;
 pub mod sse;
 pub mod tools;

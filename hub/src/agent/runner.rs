@@ -470,6 +470,15 @@ impl Agent {
             .map_err(|_| AgentError::Invalid("agent database lock poisoned".into()))
     }
 
+    /// Runs a read (or a small bookkeeping write) of [`super::records`] on the agent's
+    /// connection to `hub.db`. Blocking: call it off the async threads.
+    pub fn records<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, AgentError> {
+        Ok(f(&*self.db()?)?)
+    }
+
     /// Daily usage rollups.
     pub fn usage(&self) -> Result<Vec<super::usage::DailyUsage>, AgentError> {
         Ok(super::usage::daily(&*self.db()?)?)

@@ -11,10 +11,11 @@ use axum::{
     extract::{Path, State},
     http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
-    routing::{delete, get, post},
-    Extension, Json, Router,
+    Extension, Json,
 };
 use serde::{Deserialize, Serialize};
+
+use hearth_ui::{ApiRoutes, Verb};
 
 use super::{blocking, guard::Principal, ApiError, ApiQuery, ApiResult, ApiState, Page, PageQuery};
 use crate::owner::{SessionInfo, LINK_LIFETIME, SESSION_LIFETIME};
@@ -22,13 +23,40 @@ use crate::owner::{SessionInfo, LINK_LIFETIME, SESSION_LIFETIME};
 /// The login route, relative to the API root (public: the link is the credential).
 pub(super) const LOGIN_PATH: &str = "/auth/login";
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/auth/links", post(create_link))
-        .route(LOGIN_PATH, get(login))
-        .route("/auth/sessions", get(list_sessions))
-        .route("/auth/sessions/{id}", delete(end_session))
-        .route("/auth/logout", post(logout))
+pub(super) fn routes() -> ApiRoutes<ApiState> {
+    ApiRoutes::new("auth")
+        .route(
+            Verb::Post,
+            "/auth/links",
+            "Create a one-time login link",
+            create_link,
+        )
+        .route(
+            Verb::Get,
+            LOGIN_PATH,
+            "Redeem a login link (sets the session cookie)",
+            login,
+        )
+        .query(&["link"])
+        .route(
+            Verb::Get,
+            "/auth/sessions",
+            "List browser sessions",
+            list_sessions,
+        )
+        .query(&["limit", "offset"])
+        .route(
+            Verb::Delete,
+            "/auth/sessions/{id}",
+            "End a browser session",
+            end_session,
+        )
+        .route(
+            Verb::Post,
+            "/auth/logout",
+            "End this browser session",
+            logout,
+        )
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -18,22 +18,39 @@ use axum::{
     extract::{Path, State},
     http::{header, StatusCode},
     response::Response,
-    routing::{get, post},
-    Router,
 };
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use hearth_ui::{ApiRoutes, Verb};
+
 use super::{ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery};
 use crate::agent::runner::{Approval, Decided};
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/chat", post(chat))
-        .route("/chat/{conversation}/abort", post(abort))
-        .route("/approvals", get(list_approvals))
-        .route("/approvals/{id}", post(decide))
+pub(super) fn routes() -> ApiRoutes<ApiState> {
+    ApiRoutes::new("chat")
+        .route(
+            Verb::Post,
+            "/chat",
+            "Run a chat turn, streamed as server-sent events",
+            chat,
+        )
+        .route(
+            Verb::Post,
+            "/chat/{conversation}/abort",
+            "Stop a conversation's turn",
+            abort,
+        )
+        .query(&["project"])
+        .route(Verb::Get, "/approvals", "List approvals", list_approvals)
+        .query(&["waiting", "limit", "offset"])
+        .route(
+            Verb::Post,
+            "/approvals/{id}",
+            "Decide an approval (the first answer wins)",
+            decide,
+        )
 }
 
 #[derive(Debug, Deserialize)]

@@ -8,10 +8,11 @@
 use axum::{
     extract::{Path, State},
     http::StatusCode,
-    routing::{get, patch, post},
-    Json, Router,
+    Json,
 };
 use serde::{Deserialize, Serialize};
+
+use hearth_ui::{ApiRoutes, Verb};
 
 use super::{blocking, ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery};
 use crate::{
@@ -19,13 +20,26 @@ use crate::{
     devices::{Device, DeviceError},
 };
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/devices", get(list))
-        .route("/devices/pending", get(pending))
-        .route("/devices/approve", post(approve))
-        .route("/devices/deny", post(deny))
-        .route("/devices/{id}", patch(rename).delete(revoke))
+pub(super) fn routes() -> ApiRoutes<ApiState> {
+    ApiRoutes::new("devices")
+        .route(Verb::Get, "/devices", "List paired devices", list)
+        .query(&["limit", "offset"])
+        .route(
+            Verb::Get,
+            "/devices/pending",
+            "List pairing requests",
+            pending,
+        )
+        .query(&["limit", "offset"])
+        .route(
+            Verb::Post,
+            "/devices/approve",
+            "Approve a pairing request",
+            approve,
+        )
+        .route(Verb::Post, "/devices/deny", "Deny a pairing request", deny)
+        .route(Verb::Patch, "/devices/{id}", "Rename a device", rename)
+        .route(Verb::Delete, "/devices/{id}", "Revoke a device", revoke)
 }
 
 #[derive(Serialize)]

@@ -13,22 +13,27 @@
 //! included, must name the hub in `Host` (and in `Origin`, when it changes state or
 //! upgrades to a WebSocket). The guard wraps the whole router, unknown paths included.
 //!
-//! To add routes: write a `routes() -> Router<ApiState>` in a file of this folder (paths
-//! relative to the API root), merge it in [`router`], and return `ApiResult<…>` from the
-//! handlers, with `Page<T>` for lists and `ApiJson`/`ApiQuery` for input.
+//! To add routes: write a `routes() -> ApiRoutes<ApiState>` in a file of this folder
+//! (paths relative to the API root, each with a one-line summary), merge it in
+//! [`routes`], and return `ApiResult<…>` from the handlers, with `Page<T>` for lists and
+//! `ApiJson`/`ApiQuery` for input. The router and the OpenAPI document
+//! (`GET /api/v1/openapi.json`) are both built from that one list, so a route cannot be
+//! served without being documented.
 
 mod auth;
 mod chat;
 mod devices;
 mod errors;
 pub mod guard;
+mod records;
 mod settings;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use axum::{middleware, Router};
+use axum::{middleware, Json, Router};
 use hearth_sync::DocumentStore;
 pub use hearth_ui::api::{ApiError, ApiJson, ApiQuery, ApiResult, Page, PageQuery};
+use hearth_ui::{ApiRoutes, Verb};
 
 use crate::{
     access::ConnectionTracker, chat::ChatService, devices::DeviceRegistry, settings::RuntimeStore,
@@ -54,14 +59,40 @@ pub struct ApiState {
     pub access: Arc<guard::Access>,
 }
 
-/// The whole HTTP surface of the hub: the API at [`API_ROOT`], guarded.
-pub fn router(state: ApiState) -> Router {
-    let api = Router::new()
-        .merge(hearth_ui::router(state.store.clone()))
+/// Where the OpenAPI document is served, relative to the API root.
+pub const OPENAPI_PATH: &str = "/openapi.json";
+
+/// Every route of the API, relative to [`API_ROOT`], with its documentation.
+pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
+    // The document lists itself: it is filled in once every route is known.
+    let doc: Arc<OnceLock<serde_json::Value>> = Arc::default();
+    let serve = doc.clone();
+    let routes = ApiRoutes::new("meta")
+        .route(
+            Verb::Get,
+            OPENAPI_PATH,
+            "This API's OpenAPI document",
+            move || async move { Json(serve.get().cloned().unwrap_or_default()) },
+        )
+        .merge(hearth_ui::routes(state.store.clone()))
+        .merge(records::routes())
         .merge(auth::routes())
         .merge(devices::routes())
         .merge(chat::routes())
         .merge(settings::routes());
+    let _ = doc.set(openapi_json(routes.ops()));
+    routes
+}
+
+/// The OpenAPI document of `ops`, mounted at [`API_ROOT`], as JSON.
+pub fn openapi_json(ops: &[hearth_ui::Op]) -> serde_json::Value {
+    let doc = hearth_ui::openapi("Hearth hub API", env!("CARGO_PKG_VERSION"), API_ROOT, ops);
+    serde_json::to_value(&doc).unwrap_or_default()
+}
+
+/// The whole HTTP surface of the hub: the API at [`API_ROOT`], guarded.
+pub fn router(state: ApiState) -> Router {
+    let (api, _) = routes(&state).into_parts();
     Router::new()
         .nest(API_ROOT, api)
         .fallback(not_found)

@@ -13,10 +13,11 @@
 use axum::{
     extract::{Path, State},
     http::StatusCode,
-    routing::{get, put},
-    Json, Router,
+    Json,
 };
 use serde::{Deserialize, Deserializer, Serialize};
+
+use hearth_ui::{ApiRoutes, Verb};
 
 use super::{blocking, ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery};
 use crate::{
@@ -26,17 +27,64 @@ use crate::{
     settings::{RuntimePatch, RuntimeSettings},
 };
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/settings", get(get_settings).patch(patch_settings))
-        .route("/settings/providers", get(providers))
-        .route("/settings/providers/{name}", put(set_provider_key))
-        .route("/projects/{project}/tools", get(project_tools))
-        .route("/projects/{project}/tools/{tool}", put(set_project_tool))
-        .route("/projects/{project}/secrets", get(project_secrets))
+pub(super) fn routes() -> ApiRoutes<ApiState> {
+    ApiRoutes::new("settings")
         .route(
+            Verb::Get,
+            "/settings",
+            "Read runtime settings",
+            get_settings,
+        )
+        .route(
+            Verb::Patch,
+            "/settings",
+            "Change runtime settings",
+            patch_settings,
+        )
+        .route(
+            Verb::Get,
+            "/settings/providers",
+            "List providers (keys masked)",
+            providers,
+        )
+        .query(&["limit", "offset"])
+        .route(
+            Verb::Put,
+            "/settings/providers/{name}",
+            "Set a provider key (write-only)",
+            set_provider_key,
+        )
+        .route(
+            Verb::Get,
+            "/projects/{project}/tools",
+            "A project's tool permissions",
+            project_tools,
+        )
+        .query(&["limit", "offset"])
+        .route(
+            Verb::Put,
+            "/projects/{project}/tools/{tool}",
+            "Allow or forbid a tool in a project",
+            set_project_tool,
+        )
+        .route(
+            Verb::Get,
+            "/projects/{project}/secrets",
+            "A project's secrets (masked)",
+            project_secrets,
+        )
+        .query(&["limit", "offset"])
+        .route(
+            Verb::Put,
             "/projects/{project}/secrets/{name}",
-            put(set_project_secret).delete(delete_project_secret),
+            "Set a project secret (write-only)",
+            set_project_secret,
+        )
+        .route(
+            Verb::Delete,
+            "/projects/{project}/secrets/{name}",
+            "Delete a project secret",
+            delete_project_secret,
         )
 }
 
