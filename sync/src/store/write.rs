@@ -532,14 +532,24 @@ impl DocumentStore {
             if read_bool(doc, "deleted") {
                 return Err(StoreError::Deleted { kind, id });
             }
-            let mut fork = doc.fork_at(&wanted).map_err(|_| StoreError::UnknownHeads {
-                id,
-                heads: heads.join(","),
-            })?;
-            // The fork carries a fresh actor; its change is merged like a peer's.
-            splice_utf16(&mut fork, key, splices)?;
-            fork.commit();
-            doc.merge(&mut fork)?;
+            let mut current = doc.get_heads();
+            current.sort();
+            let mut asked = wanted.clone();
+            asked.sort();
+            if current == asked {
+                // Computed against the latest version: splice in place (no new actor).
+                splice_utf16(doc, key, splices)?;
+            } else {
+                let mut fork = doc.fork_at(&wanted).map_err(|_| StoreError::UnknownHeads {
+                    id,
+                    heads: heads.join(","),
+                })?;
+                // The fork carries a fresh actor (the document's own may have changes
+                // past `heads`); its change is merged like a peer's.
+                splice_utf16(&mut fork, key, splices)?;
+                fork.commit();
+                doc.merge(&mut fork)?;
+            }
             doc.put(ROOT, "updated_at", ScalarValue::Timestamp(now_ms()))?;
             let derived = validate_any(kind, doc)?;
             check_refs_conn(tx, &id, kind, &derived)?;
