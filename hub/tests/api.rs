@@ -360,6 +360,22 @@ async fn audit_usage_and_updates_filter_and_page() {
 }
 
 #[tokio::test]
+async fn the_general_project_cannot_be_deleted() {
+    let h = hub().await;
+    let g = h.general;
+    let (s, v) = h
+        .send("DELETE", &format!("/projects/{g}"), None, true)
+        .await;
+    assert_eq!(s, StatusCode::CONFLICT, "{v}");
+    assert_eq!(h.ok(&format!("/projects/{g}")).await["name"], "general");
+    let other = other_project(&h).await;
+    let (s, v) = h
+        .send("DELETE", &format!("/projects/{other}"), None, true)
+        .await;
+    assert_eq!((s, v["projects"].clone()), (StatusCode::OK, json!(1)));
+}
+
+#[tokio::test]
 async fn every_new_route_refuses_a_request_without_the_credential() {
     let h = hub().await;
     let g = h.general;

@@ -23,7 +23,7 @@ pub use routes::{openapi, ApiRoutes, Op, Verb};
 
 use axum::{extract::State, Json, Router};
 use dto::{JsonResult, ListedDto};
-use hearth_sync::{DocumentStore, Kind};
+use hearth_sync::{DocId, DocumentStore, Kind};
 use serde::{Deserialize, Serialize};
 
 /// The path of the health route, relative to the API root: the one route that needs no
@@ -34,6 +34,15 @@ pub const HEALTH_PATH: &str = "/health";
 /// `/notes`, `/tasks`, `/contacts`, `/skills`, `/search`), with their documentation;
 /// merge them into routes of any state.
 pub fn routes<S: Clone + Send + Sync + 'static>(store: DocumentStore) -> ApiRoutes<S> {
+    routes_keeping(store, Vec::new())
+}
+
+/// [`routes`], where the projects in `kept` (the hub's `general`) cannot be deleted:
+/// deleting one, or a subtree that holds one, is a 409.
+pub fn routes_keeping<S: Clone + Send + Sync + 'static>(
+    store: DocumentStore,
+    kept: Vec<DocId>,
+) -> ApiRoutes<S> {
     ApiRoutes::new("documents")
         .route(
             Verb::Get,
@@ -43,7 +52,7 @@ pub fn routes<S: Clone + Send + Sync + 'static>(store: DocumentStore) -> ApiRout
         )
         .route(Verb::Get, "/search", "Full-text search", search)
         .query(&["q", "kind", "limit"])
-        .merge(projects::routes())
+        .merge(projects::routes(kept.into()))
         .merge(notes::routes())
         .merge(tasks::routes())
         .merge(contacts::routes())

@@ -1,6 +1,8 @@
 //! `/projects`: the project tree (list, get, create, rename, move, archive, instruction
 //! edits, text patch against heads, delete a subtree).
 
+use std::sync::Arc;
+
 use axum::{
     extract::{Path, State},
     http::StatusCode,
@@ -15,7 +17,9 @@ use crate::{
     routes::{ApiRoutes, Verb},
 };
 
-pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
+/// The project routes; the projects in `kept` (the hub's `general`) cannot be deleted,
+/// nor can a subtree holding one.
+pub(crate) fn routes(kept: Arc<[DocId]>) -> ApiRoutes<DocumentStore> {
     ApiRoutes::new("projects")
         .route(Verb::Get, "/projects", "List projects", list_projects)
         .query(&["parent", "archived", "limit", "offset"])
@@ -42,7 +46,7 @@ pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
             Verb::Delete,
             "/projects/{project}",
             "Delete a project, its subprojects and every document in them",
-            delete_project,
+            move |store, id| delete_project(store, id, kept.clone()),
         )
 }
 
@@ -199,18 +203,25 @@ async fn text_project(
 async fn delete_project(
     State(store): State<DocumentStore>,
     Path(id): Path<String>,
+    kept: Arc<[DocId]>,
 ) -> JsonResult<DeletedDto> {
     let id = parse_id(&id)?;
     read_live::<Project>(&store, id).await?;
-    let deleted = tokio::task::spawn_blocking(move || delete_tree(&store, id))
+    let deleted = tokio::task::spawn_blocking(move || delete_tree(&store, id, &kept))
         .await
         .map_err(ApiError::internal)??;
     Ok(Json(deleted))
 }
 
 /// Tombstones every document of the subtree's projects, then the projects themselves.
-fn delete_tree(store: &DocumentStore, root: DocId) -> Result<DeletedDto, ApiError> {
+fn delete_tree(store: &DocumentStore, root: DocId, kept: &[DocId]) -> Result<DeletedDto, ApiError> {
     let scope = store.scope_blocking(root)?;
+    if let Some(k) = kept.iter().find(|k| scope.contains_project(k)) {
+        return Err(ApiError::conflict(format!(
+            "project {k} is the hub's own (general) and cannot be deleted; archive it, or \
+             move its subprojects out first"
+        )));
+    }
     let mut documents = 0;
     for project in scope.projects() {
         for kind in [Kind::Note, Kind::Task, Kind::Skill] {

@@ -74,7 +74,10 @@ pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
             "This API's OpenAPI document",
             move || async move { Json(serve.get().cloned().unwrap_or_default()) },
         )
-        .merge(hearth_ui::routes(state.store.clone()))
+        .merge(hearth_ui::routes_keeping(
+            state.store.clone(),
+            vec![state.chat.general],
+        ))
         .merge(records::routes())
         .merge(auth::routes())
         .merge(devices::routes())
