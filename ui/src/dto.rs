@@ -119,7 +119,10 @@ pub(crate) async fn list(
     })
 }
 
-/// A text edit in a PATCH body.
+/// A text edit in a PATCH body: whole-text replacement (diffed, so concurrent edits
+/// elsewhere still merge) or an append. Edits at a position go through a text patch
+/// against heads (`PATCH /{kind}/{id}/text`), the API's one positional edit, counted in
+/// UTF-16 code units.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum TextEditDto {
@@ -127,18 +130,6 @@ pub(crate) enum TextEditDto {
     Replace(String),
     /// Append at the end.
     Append(String),
-    /// Splice at a character position (Unicode scalar values); for edits computed in a
-    /// browser, use a text patch against heads instead.
-    Splice {
-        /// Position in characters.
-        pos: usize,
-        /// Characters to delete.
-        #[serde(default)]
-        delete: usize,
-        /// Text to insert.
-        #[serde(default)]
-        insert: String,
-    },
 }
 
 impl From<TextEditDto> for TextEdit {
@@ -146,15 +137,6 @@ impl From<TextEditDto> for TextEdit {
         match e {
             TextEditDto::Replace(s) => TextEdit::Replace(s),
             TextEditDto::Append(s) => TextEdit::Append(s),
-            TextEditDto::Splice {
-                pos,
-                delete,
-                insert,
-            } => TextEdit::Splice {
-                pos,
-                delete,
-                insert,
-            },
         }
     }
 }

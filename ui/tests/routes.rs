@@ -236,13 +236,27 @@ async fn a_text_patch_against_old_heads_keeps_both_edits_in_place() {
         .await;
     let n = id(&note);
     let old_heads = note["heads"].clone();
-    // Another edit lands first (another tab, or a peer through the store).
-    api.ok(
-        "PATCH",
-        &format!("/notes/{n}"),
-        Some(json!({"content": {"splice": {"pos": 0, "insert": "🎉"}}})),
-    )
-    .await;
+    // Other edits land first (another tab, or a peer through the store): one patch at
+    // the current heads (applied in place), one append.
+    let first = api
+        .ok(
+            "PATCH",
+            &format!("/notes/{n}/text"),
+            Some(json!({"field": "content", "heads": old_heads,
+                        "splices": [{"pos": 0, "insert": "🎉"}]})),
+        )
+        .await;
+    assert_eq!(first["content"], "🎉a😀b𝄞c");
+    // A positional edit outside a text patch does not exist (one unit in the API).
+    assert_eq!(
+        api.status(
+            "PATCH",
+            &format!("/notes/{n}"),
+            Some(json!({"content": {"splice": {"pos": 0, "insert": "x"}}}))
+        )
+        .await,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
     api.ok(
         "PATCH",
         &format!("/notes/{n}"),
