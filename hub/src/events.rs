@@ -529,6 +529,21 @@ mod tests {
     }
 
     #[test]
+    fn a_subscriber_that_falls_behind_is_told_where_it_stopped() {
+        let hub = EventHub::new();
+        let mut slow = hub.subscribe(None);
+        hub.publish(json!({ "type": "x" }), None);
+        assert!(matches!(slow.try_next(), Some(Next::Event(e)) if e.seq == 1));
+        for _ in 0..LIVE_QUEUE + 10 {
+            hub.publish(json!({ "type": "x" }), None);
+        }
+        assert!(matches!(slow.try_next(), Some(Next::Lagged { last: 1 })));
+        // It resumes from the ring where it stopped.
+        let mut again = hub.subscribe(Some(1));
+        assert_eq!(seqs(&mut again).len(), LIVE_QUEUE + 10);
+    }
+
+    #[test]
     fn an_event_starts_with_its_number() {
         let hub = EventHub::new();
         hub.publish(json!({ "type": "x", "a": 1 }), None);

@@ -107,7 +107,10 @@ async fn serve(mut socket: WebSocket, hub: Arc<EventHub>, after: Option<u64>) {
             Ok(Ok(())) => {}
             Ok(Err(_)) => return,
             Err(_) => {
-                tracing::info!(last = sub.last(), "an event client stopped reading; dropping it");
+                tracing::info!(
+                    last = sub.last(),
+                    "an event client stopped reading; dropping it"
+                );
                 return;
             }
         }

@@ -593,6 +593,7 @@ async fn api_load(
     requests: usize,
     request: fn(&reqwest::Client, &str, usize) -> reqwest::RequestBuilder,
 ) -> anyhow::Result<(f64, Vec<f64>)> {
+    hearth_hub::hub_client::install_crypto_provider();
     let started = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for c in 0..clients {

@@ -35,8 +35,9 @@ async fn connect(
     };
     let mut req = format!("ws://{http}{path}").into_client_request()?;
     let mut set = |name: &'static str, value: String| -> Result<(), WsError> {
-        let v = HeaderValue::from_str(&value)
-            .map_err(|e| WsError::HttpFormat(tokio_tungstenite::tungstenite::http::Error::from(e)))?;
+        let v = HeaderValue::from_str(&value).map_err(|e| {
+            WsError::HttpFormat(tokio_tungstenite::tungstenite::http::Error::from(e))
+        })?;
         req.headers_mut().insert(name, v);
         Ok(())
     };
