@@ -21,6 +21,7 @@ mod auth;
 mod chat;
 mod devices;
 mod errors;
+mod events;
 pub mod guard;
 mod settings;
 
@@ -61,7 +62,8 @@ pub fn router(state: ApiState) -> Router {
         .merge(auth::routes())
         .merge(devices::routes())
         .merge(chat::routes())
-        .merge(settings::routes());
+        .merge(settings::routes())
+        .merge(events::routes());
     Router::new()
         .nest(API_ROOT, api)
         .fallback(not_found)
