@@ -5,8 +5,11 @@
 //! A turn is spawned into a `JoinSet` owned by [`ChatService`], never detached, so
 //! [`ChatService::shutdown`] reaches every turn: it stops them (the agent ends them as
 //! aborted and resolves their approvals as stopped), waits a grace period and aborts
-//! what is left. A turn's stream subscribes before the turn starts, so no early event is
-//! lost, and ends with an `error` event when the turn fails without finishing.
+//! what is left. Every chat event goes through the hub's numbered stream
+//! ([`EventHub`], which the API's WebSocket serves); a turn's stream is that stream's
+//! events of its conversation, the same numbered JSON. It subscribes before the turn
+//! starts, so no early event is lost, and ends after `finished`, or with an `error` event
+//! when the turn fails (also numbered; after `finished` when the failure came late).
 //!
 //! Knows no HTTP: the API shapes what this returns.
 
@@ -19,13 +22,14 @@ use std::{
 use futures_util::Stream;
 use hearth_sync::{DocId, DocumentStore};
 use serde_json::{json, Value};
-use tokio::{sync::broadcast, task::JoinSet};
+use tokio::task::JoinSet;
 
 use crate::{
     agent::{
         provider::{ModelRef, ProviderClient, ProviderKind},
         runner::{Agent, AgentEvent},
     },
+    events::{Event, EventHub, Next, Subscription},
     projects::ProjectError,
     secrets::SecretStore,
 };
@@ -101,6 +105,7 @@ pub enum ChatError {
 pub fn event_json(ev: &AgentEvent) -> Value {
     let (project, conversation) = (ev.project().to_string(), ev.conversation());
     let mut v = match ev {
+        AgentEvent::Started { message, .. } => json!({ "type": "started", "message": message }),
         AgentEvent::TextDelta { text, .. } => json!({ "type": "text", "text": text }),
         AgentEvent::Restart { .. } => json!({ "type": "restart" }),
         AgentEvent::ToolCall { name, args, .. } => {
@@ -116,6 +121,9 @@ pub fn event_json(ev: &AgentEvent) -> Value {
         }
         AgentEvent::ApprovalRequested { id, name, args, .. } => {
             json!({ "type": "approval_requested", "id": id, "name": name, "args": args })
+        }
+        AgentEvent::ApprovalResolved { id, resolution, .. } => {
+            json!({ "type": "approval_resolved", "id": id, "resolution": resolution.as_str() })
         }
         AgentEvent::Finished { reason, .. } => json!({ "type": "finished", "reason": reason }),
     };
@@ -138,6 +146,8 @@ pub struct ChatService {
     pub projects_dir: PathBuf,
     /// The hub's general project (by id: a title proves nothing).
     pub general: DocId,
+    /// The hub's numbered event stream, which every chat event goes through.
+    pub events: Arc<EventHub>,
     turns: Mutex<Option<JoinSet<()>>>,
 }
 
@@ -147,11 +157,12 @@ impl std::fmt::Debug for ChatService {
     }
 }
 
-/// A stream's progress.
+/// A turn's stream: its conversation's events from the hub's numbered stream.
 struct TurnStream {
-    rx: broadcast::Receiver<AgentEvent>,
-    done: Option<tokio::sync::oneshot::Receiver<Result<(), String>>>,
-    /// Set once the turn returned: `Some(message)` if it failed.
+    sub: Subscription,
+    events: Arc<EventHub>,
+    done: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// Set once the turn's task ended: `Some(message)` if it was cancelled.
     ended: Option<Option<String>>,
     finished: bool,
     project: DocId,
@@ -159,61 +170,77 @@ struct TurnStream {
 }
 
 impl TurnStream {
-    fn mine(&self, ev: &AgentEvent) -> bool {
-        ev.project() == self.project && ev.conversation() == self.conversation
+    fn mine(&self, ev: &Event) -> bool {
+        ev.chat
+            .as_ref()
+            .is_some_and(|k| k.project == self.project && k.conversation == self.conversation)
     }
 
-    async fn next(&mut self) -> Option<Value> {
-        use broadcast::error::{RecvError, TryRecvError};
+    /// Takes `ev` if it is this conversation's.
+    fn take(&mut self, ev: &Event) -> Option<Arc<str>> {
+        if !self.mine(ev) {
+            return None;
+        }
+        self.finished = ev.chat.as_ref().is_some_and(|k| k.terminal);
+        Some(ev.json.clone())
+    }
+
+    async fn next(&mut self) -> Option<Arc<str>> {
         loop {
             if self.finished {
                 return None;
             }
-            if let Some(failure) = &self.ended {
-                // The turn returned, so every event it sent is already queued.
-                match self.rx.try_recv() {
-                    Ok(ev) if self.mine(&ev) => {
-                        self.finished = matches!(ev, AgentEvent::Finished { .. });
-                        return Some(event_json(&ev));
+            if let Some(cancelled) = &self.ended {
+                // The turn's task ended, so every event it sent is already numbered.
+                match self.sub.try_next() {
+                    Some(Next::Event(ev)) => match self.take(&ev) {
+                        Some(json) => return Some(json),
+                        None => continue,
+                    },
+                    Some(Next::Lagged { last }) => {
+                        self.sub = self.events.subscribe(Some(last));
+                        continue;
                     }
-                    Ok(_) | Err(TryRecvError::Lagged(_)) => continue,
-                    Err(_) => {
+                    Some(Next::Resync { .. }) => continue,
+                    Some(Next::Closed) | None => {
                         self.finished = true;
-                        return failure.as_ref().map(|message| {
+                        return cancelled.as_ref().map(|message| {
                             json!({ "type": "error", "message": message,
                                     "project": self.project.to_string(),
                                     "conversation": self.conversation })
+                            .to_string()
+                            .into()
                         });
                     }
                 }
             }
             let got = {
-                let (rx, done) = (&mut self.rx, self.done.as_mut());
+                let (sub, done) = (&mut self.sub, self.done.as_mut());
                 tokio::select! {
                     biased;
-                    ev = rx.recv() => Got::Event(ev),
+                    n = sub.next() => Got::Next(n),
                     r = async {
                         match done {
                             Some(d) => d.await,
                             None => std::future::pending().await,
                         }
-                    } => Got::Done(r),
+                    } => Got::Done(r.is_ok()),
                 }
             };
             match got {
-                Got::Event(Ok(ev)) if self.mine(&ev) => {
-                    self.finished = matches!(ev, AgentEvent::Finished { .. });
-                    return Some(event_json(&ev));
+                Got::Next(Next::Event(ev)) => {
+                    if let Some(json) = self.take(&ev) {
+                        return Some(json);
+                    }
                 }
-                Got::Event(Ok(_)) | Got::Event(Err(RecvError::Lagged(_))) => continue,
-                Got::Event(Err(RecvError::Closed)) => return None,
-                Got::Done(r) => {
+                Got::Next(Next::Lagged { last }) => self.sub = self.events.subscribe(Some(last)),
+                Got::Next(Next::Resync { .. }) => {}
+                Got::Next(Next::Closed) => return None,
+                Got::Done(ran) => {
                     self.done = None;
-                    self.ended = Some(match r {
-                        Ok(Ok(())) => None,
-                        Ok(Err(message)) => Some(message),
-                        Err(_) => Some("the turn was cancelled: the hub is shutting down".into()),
-                    });
+                    self.ended = Some(
+                        (!ran).then(|| "the turn was cancelled: the hub is shutting down".into()),
+                    );
                 }
             }
         }
@@ -221,8 +248,8 @@ impl TurnStream {
 }
 
 enum Got {
-    Event(Result<AgentEvent, broadcast::error::RecvError>),
-    Done(Result<Result<(), String>, tokio::sync::oneshot::error::RecvError>),
+    Next(Next),
+    Done(bool),
 }
 
 impl ChatService {
@@ -234,8 +261,11 @@ impl ChatService {
         urls: ProviderUrls,
         projects_dir: PathBuf,
         general: DocId,
+        events: Arc<EventHub>,
     ) -> Self {
+        events.hook_agent(&agent);
         Self {
+            events,
             agent,
             store,
             secrets,
@@ -263,14 +293,14 @@ impl ChatService {
     }
 
     /// Starts a turn: `message` in `conversation` of `project` (already resolved). The
-    /// stream carries that conversation's events and ends after `finished`, or with an
-    /// `error` event if the turn fails before finishing.
+    /// stream carries that conversation's numbered events (JSON objects, `seq` first) and
+    /// ends after `finished`, or with an `error` event if the turn fails before finishing.
     pub fn start_turn(
         &self,
         project: DocId,
         conversation: &str,
         message: &str,
-    ) -> Result<impl Stream<Item = Value> + Send + 'static, ChatError> {
+    ) -> Result<impl Stream<Item = Arc<str>> + Send + 'static, ChatError> {
         if message.trim().is_empty() {
             return Err(ChatError::Invalid("message is empty".into()));
         }
@@ -284,7 +314,7 @@ impl ChatService {
         }
         self.ensure_project_dir(project);
         // Subscribe before the turn starts, so no early event is lost.
-        let rx = self.agent.subscribe();
+        let sub = self.events.subscribe(None);
         let (done_tx, done_rx) = tokio::sync::oneshot::channel();
         {
             let mut turns = self.turns.lock().map_err(|_| ChatError::ShuttingDown)?;
@@ -293,18 +323,20 @@ impl ChatService {
             };
             // Reap finished turns.
             while turns.try_join_next().is_some() {}
-            let agent = self.agent.clone();
+            let (agent, events) = (self.agent.clone(), self.events.clone());
             let (conv, message) = (conversation.to_string(), message.to_string());
             turns.spawn(async move {
-                let r = agent.invoke(&conv, project, &message).await;
-                if let Err(e) = &r {
-                    tracing::warn!(conversation = %conv, error = %e, "chat turn failed");
+                if let Err(e) = agent.invoke(&conv, project, &message).await {
+                    let message = agent.redact_text(&e.to_string());
+                    tracing::warn!(conversation = %conv, error = %message, "chat turn failed");
+                    events.publish_turn_error(project, &conv, &message);
                 }
-                let _ = done_tx.send(r.map(drop).map_err(|e| e.to_string()));
+                let _ = done_tx.send(());
             });
         }
         let state = TurnStream {
-            rx,
+            sub,
+            events: self.events.clone(),
             done: Some(done_rx),
             ended: None,
             finished: false,

@@ -20,6 +20,8 @@
 //! - [`api`]: the HTTP API, one router at `/api/v1` behind the owner access guard;
 //! - [`owner`]: the owner token, login links and browser sessions;
 //! - [`chat`]: chat turns (owned by the hub, stopped at shutdown) and their event streams;
+//! - [`events`]: the hub's one numbered event stream (documents, chat, devices) with a
+//!   ring for resuming, which the API's WebSocket serves;
 //! - [`launch`]: starts everything and shuts it down in order;
 //! - [`cli`]: the `hearth-hub` command line;
 //! - [`agent`]: the agent's parts; so far the model providers;
@@ -35,6 +37,7 @@ pub mod chat;
 pub mod chat_cli;
 pub mod cli;
 pub mod devices;
+pub mod events;
 pub mod hub_client;
 pub mod hubdb;
 pub mod owner;
@@ -118,6 +121,7 @@ pub struct Hub {
     store: DocumentStore,
     router: Router,
     chat: Arc<chat::ChatService>,
+    events: Arc<events::EventHub>,
     http: Option<(
         tokio::sync::oneshot::Sender<()>,
         tokio::task::JoinHandle<()>,
@@ -262,6 +266,8 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     let redactor = secrets.redactor()?;
     secrets::set_log_redactor(redactor.clone());
     agent.set_redactor(redactor);
+    // The one numbered event stream: chat (hooked by the chat service), documents, devices.
+    let events = Arc::new(events::EventHub::new());
     let chat = Arc::new(chat::ChatService::new(
         agent,
         store.clone(),
@@ -269,6 +275,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         settings.provider_urls.clone(),
         projects_dir,
         general,
+        events.clone(),
     ));
     tracing::debug!(%general, "general project ready");
     // The owner's credential for the API: created at first start, read by the CLI.
@@ -323,6 +330,8 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         });
         http = Some((tx, task));
     }
+    // Started last, once nothing above can fail (its relays hold the stream).
+    events.start(store.clone(), registry.clone());
     tracing::info!(%id, ?sync_addrs, ?http_addr, relay = %settings.net.relay, "hub started");
     Ok(Hub {
         id,
@@ -331,6 +340,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         store,
         router,
         chat,
+        events,
         http,
         advertiser,
         stop_watch,
@@ -365,6 +375,8 @@ impl Hub {
             task
         });
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
+        // After the turns' last events: closes every event socket and turn stream.
+        self.events.shutdown().await;
         if let Some(mut task) = http {
             if tokio::time::timeout(std::time::Duration::from_secs(10), &mut task)
                 .await

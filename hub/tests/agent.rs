@@ -761,23 +761,33 @@ async fn chat_turns_stream_from_their_first_event_end_with_an_error_and_stop_at_
         ProviderUrls::default(),
         projects.clone(),
         s.project,
+        std::sync::Arc::new(hearth_hub::events::EventHub::new()),
     );
     // The stream subscribed before the turn started: the first text is in it.
+    let parse = |e: std::sync::Arc<str>| serde_json::from_str::<Value>(&e).expect("json");
     let events: Vec<Value> = chat
         .start_turn(s.project, "web", "hi")
         .expect("start")
+        .map(parse)
         .collect()
         .await;
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
-    assert_eq!(kinds, ["text", "finished"], "{events:?}");
-    assert_eq!(events[0]["text"], "Hello there.");
-    assert_eq!(events[0]["project"], s.project.to_string());
+    assert_eq!(kinds, ["started", "text", "finished"], "{events:?}");
+    assert_eq!(events[1]["text"], "Hello there.");
+    assert_eq!(events[1]["project"], s.project.to_string());
+    // Numbered in order, from the hub's one stream.
+    let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+    assert_eq!(seqs.len(), 3);
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
     assert!(projects.join(s.project.to_string()).is_dir(), "named by id");
     // A turn that fails before it starts (its project vanished) ends with an error.
     let gone: hearth_sync::DocId = "0123456789abcdef0123456789abcdef".parse().expect("id");
     let events: Vec<Value> = tokio::time::timeout(
         Duration::from_secs(10),
-        chat.start_turn(gone, "web", "hi").expect("start").collect(),
+        chat.start_turn(gone, "web", "hi")
+            .expect("start")
+            .map(parse)
+            .collect(),
     )
     .await
     .expect("the stream ends");

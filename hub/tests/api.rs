@@ -73,6 +73,7 @@ async fn hub() -> Hub {
         urls,
         home.join("projects"),
         general,
+        Arc::new(hearth_hub::events::EventHub::new()),
     ));
     let token = OwnerToken::load_or_create(home).expect("token");
     let secret = token.expose().to_string();
@@ -426,6 +427,7 @@ async fn the_openapi_document_lists_exactly_the_served_routes() {
         ("PATCH", "/api/v1/notes/{id}/text"),
         ("DELETE", "/api/v1/projects/{project}"),
         ("GET", "/api/v1/audit"),
+        ("GET", "/api/v1/events"),
     ] {
         assert!(listed.contains(&(must.0.into(), must.1.into())), "{must:?}");
     }

@@ -46,6 +46,16 @@ pub const MAX_TOOL_OUTPUT: usize = 100_000;
 /// What subscribers see.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
+    /// An invocation began (it holds its conversation: events up to its `Finished`
+    /// are its own).
+    Started {
+        /// Project of the conversation.
+        project: DocId,
+        /// Conversation.
+        channel: String,
+        /// What the user said.
+        message: String,
+    },
     /// Model text.
     TextDelta {
         /// Project of the conversation.
@@ -98,6 +108,17 @@ pub enum AgentEvent {
         name: String,
         /// Arguments.
         args: Value,
+    },
+    /// An approval request was resolved (by an answer, the timeout or a stop).
+    ApprovalResolved {
+        /// Approval id.
+        id: String,
+        /// Project of the conversation.
+        project: DocId,
+        /// Conversation.
+        channel: String,
+        /// `approved`, `denied`, `timed_out` or `stopped`.
+        resolution: Resolution,
     },
     /// The invocation ended.
     Finished {
@@ -242,6 +263,10 @@ struct ApprovalSlot {
     tx: Option<oneshot::Sender<Resolution>>,
 }
 
+/// Called with every event (redacted) as it is emitted, before subscribers see it: the
+/// hub's numbered event stream hangs here, so its order is the agent's order.
+pub type EventSink = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
+
 /// Resolved approvals kept so that late answers see the outcome.
 const KEEP_RESOLVED: usize = 256;
 
@@ -258,6 +283,7 @@ pub struct Agent {
     approvals: Mutex<Vec<ApprovalSlot>>,
     redactor: Mutex<Redactor>,
     closing: AtomicBool,
+    sink: Mutex<Option<EventSink>>,
 }
 
 /// Who started an invocation, which decides how risky tools are approved.
@@ -309,11 +335,13 @@ impl AgentEvent {
     /// The project of the conversation the event belongs to.
     pub fn project(&self) -> DocId {
         match self {
-            AgentEvent::TextDelta { project, .. }
+            AgentEvent::Started { project, .. }
+            | AgentEvent::TextDelta { project, .. }
             | AgentEvent::Restart { project, .. }
             | AgentEvent::ToolCall { project, .. }
             | AgentEvent::ToolResult { project, .. }
             | AgentEvent::ApprovalRequested { project, .. }
+            | AgentEvent::ApprovalResolved { project, .. }
             | AgentEvent::Finished { project, .. } => *project,
         }
     }
@@ -321,11 +349,13 @@ impl AgentEvent {
     /// The conversation the event belongs to.
     pub fn conversation(&self) -> &str {
         match self {
-            AgentEvent::TextDelta { channel, .. }
+            AgentEvent::Started { channel, .. }
+            | AgentEvent::TextDelta { channel, .. }
             | AgentEvent::Restart { channel, .. }
             | AgentEvent::ToolCall { channel, .. }
             | AgentEvent::ToolResult { channel, .. }
             | AgentEvent::ApprovalRequested { channel, .. }
+            | AgentEvent::ApprovalResolved { channel, .. }
             | AgentEvent::Finished { channel, .. } => channel,
         }
     }
@@ -333,6 +363,15 @@ impl AgentEvent {
     /// The event with every string redacted.
     fn redacted(self, r: &Redactor) -> Self {
         match self {
+            AgentEvent::Started {
+                project,
+                channel,
+                message,
+            } => AgentEvent::Started {
+                project,
+                channel,
+                message: r.redact(&message),
+            },
             AgentEvent::TextDelta {
                 project,
                 channel,
@@ -419,6 +458,7 @@ impl Agent {
             approvals: Mutex::new(Vec::new()),
             redactor: Mutex::new(Redactor::default()),
             closing: AtomicBool::new(false),
+            sink: Mutex::new(None),
         })
     }
 
@@ -571,7 +611,24 @@ impl Agent {
     }
 
     fn emit(&self, ev: AgentEvent) {
-        let _ = self.events.send(ev.redacted(&self.redactor()));
+        let ev = ev.redacted(&self.redactor());
+        let sink = self.sink.lock().ok().and_then(|s| s.clone());
+        if let Some(sink) = sink {
+            sink(&ev);
+        }
+        let _ = self.events.send(ev);
+    }
+
+    /// Installs the hook that sees every (redacted) event first, in emission order.
+    pub fn set_sink(&self, sink: EventSink) {
+        if let Ok(mut s) = self.sink.lock() {
+            *s = Some(sink);
+        }
+    }
+
+    /// `text` with every secret value the agent knows of redacted.
+    pub fn redact_text(&self, text: &str) -> String {
+        self.redactor().redact(text)
     }
 
     fn store_message(
@@ -870,6 +927,11 @@ impl Agent {
         };
         let _serial = lock.lock().await;
         let generation = self.generation(&key);
+        self.emit(AgentEvent::Started {
+            project,
+            channel: channel.into(),
+            message: message.into(),
+        });
         let config = self.config();
         let user = json!([{ "type": "text", "text": message }]);
         // Stored before anything streams, so a crash never loses what the user said.
@@ -1123,18 +1185,27 @@ impl Agent {
             Ok(Err(_)) => Resolution::Stopped,
             Err(_) => Resolution::TimedOut,
         };
-        if let Ok(mut slots) = self.approvals.lock() {
-            if let Some(slot) = slots.iter_mut().find(|s| s.info.id == id) {
+        let resolution = match self.approvals.lock() {
+            Ok(mut slots) => match slots.iter_mut().find(|s| s.info.id == id) {
                 // A decision that raced the timeout: the recorded one stands.
-                match slot.info.resolution {
-                    Some(r) => return r,
+                Some(slot) => match slot.info.resolution {
+                    Some(r) => r,
                     None => {
                         slot.info.resolution = Some(resolution);
                         slot.tx = None;
+                        resolution
                     }
-                }
-            }
-        }
+                },
+                None => resolution,
+            },
+            Err(_) => resolution,
+        };
+        self.emit(AgentEvent::ApprovalResolved {
+            id,
+            project: key.0,
+            channel: key.1.clone(),
+            resolution,
+        });
         resolution
     }
 }

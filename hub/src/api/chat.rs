@@ -1,11 +1,13 @@
 //! Chat routes: a turn streamed as server-sent events, stopping a turn, approvals.
 //!
-//! - `POST /chat {message, project?, conversation?}` answers `text/event-stream`, one
-//!   JSON event per `data:` line (`text`, `restart`, `tool_call`, `tool_result`,
-//!   `approval_requested`, `finished`, or `error` when the turn failed before finishing),
-//!   each carrying its `project` and `conversation`. A project that does not exist is a
-//!   404 before anything streams. (`channel` is accepted as the old name of
-//!   `conversation`.)
+//! - `POST /chat {message, project?, conversation?}` starts a turn and answers
+//!   `text/event-stream`: that conversation's events from the hub's one numbered stream
+//!   (the same JSON, `seq` included, that `GET /events` carries), one per `data:` line
+//!   (`started`, `text`, `restart`, `tool_call`, `tool_result`, `approval_requested`,
+//!   `approval_resolved`, `finished`, or `error` when the turn failed), each carrying
+//!   its `project` and `conversation`. A client that loses this response resumes on the
+//!   WebSocket with `after=<last seq>`. A project that does not exist is a 404 before
+//!   anything streams. (`channel` is accepted as the old name of `conversation`.)
 //! - `POST /chat/{conversation}/abort?project=…` stops that conversation's turn.
 //! - `GET /approvals?waiting=true` (a page), `POST /approvals/{id} {approve, project?,
 //!   conversation?}`: the first answer wins (204); later ones get 409

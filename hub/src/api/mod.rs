@@ -24,6 +24,7 @@ mod auth;
 mod chat;
 mod devices;
 mod errors;
+mod events;
 pub mod guard;
 mod records;
 mod settings;
@@ -82,7 +83,8 @@ pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
         .merge(auth::routes())
         .merge(devices::routes())
         .merge(chat::routes())
-        .merge(settings::routes());
+        .merge(settings::routes())
+        .merge(events::routes());
     let _ = doc.set(openapi_json(routes.ops()));
     routes
 }

@@ -129,6 +129,28 @@ impl DocumentStore {
         }
     }
 
+    /// The kind of each stored, verified entity among `ids` and whether it is deleted, in
+    /// the order given; an id without an entity (a document received whole and not yet
+    /// verified, say) is left out. Reads no document content.
+    pub fn kinds_blocking(&self, ids: &[DocId]) -> Result<Vec<(DocId, Kind, bool)>, StoreError> {
+        let inner = self.lock();
+        let mut stmt = inner
+            .conn
+            .prepare_cached("SELECT kind, deleted FROM entities WHERE id = ?1")?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let row: Option<(String, bool)> = stmt
+                .query_row([&id.0[..]], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            if let Some((kind, deleted)) = row {
+                if let Ok(kind) = kind.parse() {
+                    out.push((*id, kind, deleted));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Lists entities from the derived table, newest first.
     pub async fn list(&self, filter: Filter) -> Result<Page<Listed>, StoreError> {
         self.blocking(move |s| s.list_blocking(&filter)).await

@@ -14,6 +14,13 @@
 //! `hearth-bench agent [--edits N]` (N samples, default 200) measures the agent loop's
 //! added latency to first token and per tool round against direct provider calls, and
 //! turns per second with 50 channels at once. Progress goes to stderr.
+//!
+//! `hearth-bench api [--clients N] [--requests N] [--notes N]` starts a hub process and,
+//! on loopback with the owner token over keep-alive connections, measures requests per
+//! second and p50/p99 latency for `GET /api/v1/notes?limit=50` over N notes (default
+//! 1,000) and `POST /api/v1/notes`, each with N clients (default 4) × N requests
+//! (default 2,000), against `GET /api/v1/health` as the reference in the same run
+//! (ratios printed).
 
 use std::{
     path::{Path, PathBuf},
@@ -26,6 +33,9 @@ use hearth_sync::{DocumentStore, Note, NotePatch, TextEdit};
 use hearth_tests::{allow, free_udp_port, Binaries, HubProc, NodeHome, Proc};
 
 struct Opts {
+    clients: usize,
+    requests: usize,
+    notes: usize,
     docs: usize,
     edits: usize,
     js_docs: Option<usize>,
@@ -38,6 +48,9 @@ fn main() -> anyhow::Result<()> {
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut opts = Opts {
+        clients: 4,
+        requests: 2_000,
+        notes: 1_000,
         docs: 10_000,
         edits: 1_000,
         js_docs: None,
@@ -56,12 +69,16 @@ fn main() -> anyhow::Result<()> {
             "--edits" => opts.edits = num("--edits")?,
             "--js-docs" => opts.js_docs = Some(num("--js-docs")?),
             "--no-js" => opts.js = false,
+            "--clients" => opts.clients = num("--clients")?.max(1),
+            "--requests" => opts.requests = num("--requests")?.max(1),
+            "--notes" => opts.notes = num("--notes")?,
             other => bail!("unknown option {other}"),
         }
     }
     match args.first().map(String::as_str) {
         Some("sync") => sync_bench(&opts),
         Some("pair") => pair_bench(&opts),
+        Some("api") => api_bench(&opts),
         Some("agent") => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?
@@ -71,7 +88,7 @@ fn main() -> anyhow::Result<()> {
                 opts.edits
             })),
         _ => bail!(
-            "usage: hearth-bench sync|pair|agent [--docs N] [--edits N] [--js-docs N] [--no-js]"
+            "usage: hearth-bench sync|pair|agent|api [--docs N] [--edits N] [--js-docs N] [--no-js] [--clients N] [--requests N] [--notes N]"
         ),
     }
 }
@@ -564,5 +581,114 @@ fn pair_bench(opts: &Opts) -> anyhow::Result<()> {
         "ms",
     );
     drop((node, hub));
+    Ok(())
+}
+
+/// One API workload: `clients` keep-alive clients, each sending `requests` requests one
+/// after another. Returns (requests per second, sorted latencies in ms).
+async fn api_load(
+    base: &str,
+    token: &str,
+    clients: usize,
+    requests: usize,
+    request: fn(&reqwest::Client, &str, usize) -> reqwest::RequestBuilder,
+) -> anyhow::Result<(f64, Vec<f64>)> {
+    hearth_hub::hub_client::install_crypto_provider();
+    let started = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for c in 0..clients {
+        let client = reqwest::Client::builder().no_proxy().build()?;
+        let (base, token) = (base.to_string(), token.to_string());
+        set.spawn(async move {
+            let mut lat = Vec::with_capacity(requests);
+            for i in 0..requests {
+                let t = Instant::now();
+                let resp = request(&client, &base, c * requests + i)
+                    .bearer_auth(&token)
+                    .send()
+                    .await?;
+                let status = resp.status();
+                let body = resp.bytes().await?;
+                if !status.is_success() {
+                    bail!("{status}: {}", String::from_utf8_lossy(&body));
+                }
+                lat.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            anyhow::Ok(lat)
+        });
+    }
+    let mut all = Vec::with_capacity(clients * requests);
+    while let Some(done) = set.join_next().await {
+        all.extend(done??);
+    }
+    let rps = all.len() as f64 / started.elapsed().as_secs_f64();
+    all.sort_by(f64::total_cmp);
+    Ok((rps, all))
+}
+
+fn health(c: &reqwest::Client, base: &str, _: usize) -> reqwest::RequestBuilder {
+    c.get(format!("{base}/api/v1/health"))
+}
+
+fn list_notes(c: &reqwest::Client, base: &str, _: usize) -> reqwest::RequestBuilder {
+    c.get(format!("{base}/api/v1/notes?limit=50"))
+}
+
+fn create_note(c: &reqwest::Client, base: &str, i: usize) -> reqwest::RequestBuilder {
+    let body = serde_json::json!({ "title": format!("bench {i}"), "content": note_text(i) });
+    c.post(format!("{base}/api/v1/notes"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+}
+
+fn api_bench(opts: &Opts) -> anyhow::Result<()> {
+    let exe = std::env::current_exe()?;
+    let bins = Binaries::new(&exe);
+    let dir = tempfile::tempdir()?;
+    let mut hub = HubProc::start(&bins, &dir.path().join("hub"), 0)?;
+    let http = hub.http.context("the hub has no HTTP address")?;
+    let token = hub.owner_token()?;
+    let base = format!("http://{http}");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let (clients, requests) = (opts.clients, opts.requests);
+    let result = rt.block_on(async {
+        progress(&format!("seeding {} notes", opts.notes));
+        let per = opts.notes.div_ceil(clients);
+        api_load(&base, &token, clients, per, create_note).await?;
+        let mut rows = Vec::new();
+        for (name, request) in [
+            ("health", health as fn(&_, &_, _) -> _),
+            ("list_notes", list_notes),
+            ("create_note", create_note),
+        ] {
+            progress(&format!("{name}: {clients} clients × {requests} requests"));
+            let (rps, lat) = api_load(&base, &token, clients, requests, request).await?;
+            rows.push((name, rps, percentile(&lat, 0.5), percentile(&lat, 0.99)));
+        }
+        anyhow::Ok(rows)
+    });
+    hub.proc.terminate();
+    let rows = result?;
+    for (name, rps, p50, p99) in &rows {
+        figure(&format!("api_{name}_rps"), format!("{rps:.0}"), "req/s");
+        figure(&format!("api_{name}_p50"), format!("{p50:.3}"), "ms");
+        figure(&format!("api_{name}_p99"), format!("{p99:.3}"), "ms");
+    }
+    if let Some((_, ref_rps, _, ref_p99)) = rows.first().copied() {
+        for (name, rps, _, p99) in rows.iter().skip(1) {
+            figure(
+                &format!("ratio_api_{name}_rps_vs_health"),
+                format!("{:.3}", rps / ref_rps),
+                "ratio",
+            );
+            figure(
+                &format!("ratio_api_{name}_p99_vs_health"),
+                format!("{:.2}", p99 / ref_p99),
+                "ratio",
+            );
+        }
+    }
     Ok(())
 }

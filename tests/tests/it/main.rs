@@ -5,6 +5,7 @@ mod access;
 mod agent;
 mod bad_frames;
 mod crash;
+mod events;
 mod lan;
 mod pair_flood;
 mod pairing;
