@@ -802,3 +802,56 @@ async fn chat_turns_stream_from_their_first_event_end_with_an_error_and_stop_at_
         Err(ChatError::ShuttingDown)
     ));
 }
+
+#[tokio::test]
+async fn subprojects_inherit_tool_permissions_unless_they_override() {
+    let s = setup(vec![], AgentConfig::default()).await;
+    let child = s
+        .store
+        .create(Project {
+            name: "child".into(),
+            parent: Some(s.project),
+            instructions: String::new(),
+            archived: false,
+        })
+        .await
+        .expect("child")
+        .id;
+    let grandchild = s
+        .store
+        .create(Project {
+            name: "grandchild".into(),
+            parent: Some(child),
+            instructions: String::new(),
+            archived: false,
+        })
+        .await
+        .expect("grandchild")
+        .id;
+    let offers = |p| -> Vec<&'static str> {
+        s.agent
+            .permitted(&p)
+            .expect("permitted")
+            .iter()
+            .map(|t| t.name)
+            .collect()
+    };
+    assert!(
+        !offers(grandchild).contains(&"notes_delete"),
+        "opt-in by default"
+    );
+    s.agent
+        .set_permission(&s.project, "notes_delete", true)
+        .expect("allow");
+    assert!(offers(child).contains(&"notes_delete"));
+    assert!(offers(grandchild).contains(&"notes_delete"));
+    s.agent
+        .set_permission(&child, "notes_delete", false)
+        .expect("override");
+    assert!(!offers(child).contains(&"notes_delete"));
+    assert!(
+        !offers(grandchild).contains(&"notes_delete"),
+        "nearest wins"
+    );
+    assert!(offers(s.project).contains(&"notes_delete"));
+}

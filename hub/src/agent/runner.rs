@@ -807,25 +807,54 @@ impl Agent {
     }
 
     /// The tools offered in `project`: the defaults, the globally enabled opt-ins, and
-    /// the project's own overrides (which win).
+    /// overrides, of which the nearest wins: the project's own, else its parent's, and
+    /// so on up the tree (a subproject inherits unless it overrides).
     pub fn permitted(&self, project: &DocId) -> Result<Vec<ToolInfo>, AgentError> {
-        let overrides: HashMap<String, bool> = {
+        let chain = self.ancestry(*project);
+        let overrides: HashMap<(String, String), bool> = {
             let db = self.db()?;
-            let mut stmt =
-                db.prepare("SELECT tool, allowed FROM tool_permissions WHERE project = ?1")?;
+            let mut stmt = db.prepare("SELECT project, tool, allowed FROM tool_permissions")?;
             let rows = stmt
-                .query_map([project.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))?
                 .collect::<Result<_, _>>()?;
             rows
         };
         let extra = self.config().extra_tools;
         Ok(tools::catalog()
             .into_iter()
-            .filter(|t| match overrides.get(t.name) {
-                Some(allowed) => *allowed,
-                None => t.default_on || extra.iter().any(|x| x == t.name),
+            .filter(|t| {
+                let nearest = chain
+                    .iter()
+                    .find_map(|p| overrides.get(&(p.to_string(), t.name.to_string())));
+                match nearest {
+                    Some(allowed) => *allowed,
+                    None => t.default_on || extra.iter().any(|x| x == t.name),
+                }
             })
             .collect())
+    }
+
+    /// `project` and its ancestors, nearest first; stops at a missing project, a cycle
+    /// (possible after concurrent moves on two replicas) or 64 levels.
+    fn ancestry(&self, project: DocId) -> Vec<DocId> {
+        let mut chain = vec![project];
+        let mut cursor = project;
+        while chain.len() <= 64 {
+            let Some(parent) = self
+                .store
+                .get_blocking::<Project>(cursor)
+                .ok()
+                .and_then(|p| p.value.parent)
+            else {
+                break;
+            };
+            if chain.contains(&parent) {
+                break;
+            }
+            chain.push(parent);
+            cursor = parent;
+        }
+        chain
     }
 
     /// Allows or forbids `tool` in `project`.
