@@ -8,25 +8,30 @@ use axum::{
     http::StatusCode,
     Json,
 };
-use hearth_sync::{Contact, ContactPatch, DocumentStore, Kind, Versioned};
+use hearth_sync::{Contact, ContactPatch, DocumentStore, Versioned};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    api::{ApiError, ApiJson, ApiQuery, ApiResult, Page},
+    api::{ApiError, ApiJson},
     dto::*,
     routes::{ApiRoutes, Verb},
 };
 
 pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
     ApiRoutes::new("contacts")
-        .route(Verb::Get, "/contacts", "List contacts", list_contacts)
+        .route(
+            Verb::Get,
+            "/contacts",
+            "List contacts",
+            list_entities::<Contact>,
+        )
         .query(&["limit", "offset"])
         .route(Verb::Post, "/contacts", "Create a contact", create_contact)
         .route(
             Verb::Get,
             "/contacts/{id}",
             "Read a contact with its heads",
-            get_contact,
+            get_entity::<Contact, ContactDto>,
         )
         .route(
             Verb::Patch,
@@ -38,13 +43,13 @@ pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
             Verb::Patch,
             "/contacts/{id}/text",
             "Apply a text patch against heads (UTF-16 positions)",
-            text_contact,
+            text_entity::<Contact, ContactDto>,
         )
         .route(
             Verb::Delete,
             "/contacts/{id}",
             "Delete a contact",
-            delete_contact,
+            delete_entity::<Contact>,
         )
 }
 
@@ -128,13 +133,6 @@ pub(crate) struct ContactPatchDto {
     metadata: Option<BTreeMap<String, String>>,
 }
 
-async fn list_contacts(
-    State(store): State<DocumentStore>,
-    ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Page<ListedDto>> {
-    list(store, Kind::Contact, q).await
-}
-
 async fn create_contact(
     State(store): State<DocumentStore>,
     ApiJson(b): ApiJson<NewContactDto>,
@@ -151,18 +149,7 @@ async fn create_contact(
         tags: b.tags,
         metadata: b.metadata,
     };
-    let id = store.create(contact).await?.id;
-    Ok((
-        StatusCode::CREATED,
-        Json(read_live(&store, id).await?.into()),
-    ))
-}
-
-async fn get_contact(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-) -> JsonResult<ContactDto> {
-    Ok(Json(read_live(&store, parse_id(&id)?).await?.into()))
+    create_entity(&store, contact).await
 }
 
 async fn patch_contact(
@@ -183,26 +170,5 @@ async fn patch_contact(
         tags: b.tags,
         metadata: b.metadata,
     };
-    store.update(id, patch).await?;
-    Ok(Json(read_live(&store, id).await?.into()))
-}
-
-async fn text_contact(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<TextPatchDto>,
-) -> JsonResult<ContactDto> {
-    Ok(Json(
-        text_patch::<Contact>(&store, parse_id(&id)?, body)
-            .await?
-            .into(),
-    ))
-}
-
-async fn delete_contact(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-) -> Result<StatusCode, ApiError> {
-    store.delete(Kind::Contact, parse_id(&id)?).await?;
-    Ok(StatusCode::NO_CONTENT)
+    patch_entity(&store, id, patch).await
 }

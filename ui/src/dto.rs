@@ -1,14 +1,18 @@
 //! Transfer types and helpers every document resource shares: ids, listed rows, list
 //! queries, text edits and text patches against heads, reads that refuse tombstones.
 
-use axum::Json;
+use axum::{
+    extract::{Path, State},
+    http::StatusCode,
+    Json,
+};
 use hearth_sync::{
     store::Listed, DocId, DocumentStore, Entity, Filter, Kind, StoreError, TextEdit, TextSplice,
     Versioned,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::api::{ApiError, ApiResult, Page, PageQuery};
+use crate::api::{ApiError, ApiJson, ApiQuery, ApiResult, Page, PageQuery};
 
 /// `Result` of a handler answering JSON.
 pub(crate) type JsonResult<T> = Result<Json<T>, ApiError>;
@@ -178,4 +182,64 @@ pub(crate) async fn text_patch<E: Entity>(
         .update_text_at(id, E::KIND, body.field, body.heads, splices)
         .await?;
     read_live::<E>(store, id).await
+}
+
+// ---- handlers every document resource shares, one instance per kind and DTO -----------
+
+/// `GET /{kind}`: one page of the kind's listed rows.
+pub(crate) async fn list_entities<E: Entity>(
+    State(store): State<DocumentStore>,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Page<ListedDto>> {
+    list(store, E::KIND, q).await
+}
+
+/// `GET /{kind}/{id}`: the live entity with its heads.
+pub(crate) async fn get_entity<E: Entity, D: From<Versioned<E>>>(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+) -> JsonResult<D> {
+    Ok(Json(read_live::<E>(&store, parse_id(&id)?).await?.into()))
+}
+
+/// `PATCH /{kind}/{id}/text`: a text patch against heads, answered with the new state.
+pub(crate) async fn text_entity<E: Entity, D: From<Versioned<E>>>(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<TextPatchDto>,
+) -> JsonResult<D> {
+    Ok(Json(
+        text_patch::<E>(&store, parse_id(&id)?, body).await?.into(),
+    ))
+}
+
+/// `DELETE /{kind}/{id}`: leaves a replicated tombstone.
+pub(crate) async fn delete_entity<E: Entity>(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    store.delete(E::KIND, parse_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Creates `value` and answers 201 with it as stored, heads included.
+pub(crate) async fn create_entity<E: Entity, D: From<Versioned<E>>>(
+    store: &DocumentStore,
+    value: E,
+) -> Result<(StatusCode, Json<D>), ApiError> {
+    let id = store.create(value).await?.id;
+    Ok((
+        StatusCode::CREATED,
+        Json(read_live::<E>(store, id).await?.into()),
+    ))
+}
+
+/// Applies a typed patch and answers with the entity as stored, heads included.
+pub(crate) async fn patch_entity<P: hearth_sync::Patch, D: From<Versioned<P::Entity>>>(
+    store: &DocumentStore,
+    id: DocId,
+    patch: P,
+) -> JsonResult<D> {
+    store.update(id, patch).await?;
+    Ok(Json(read_live::<P::Entity>(store, id).await?.into()))
 }

@@ -5,34 +5,39 @@ use axum::{
     http::StatusCode,
     Json,
 };
-use hearth_sync::{DocumentStore, Kind, Note, NotePatch, Versioned};
+use hearth_sync::{DocumentStore, Note, NotePatch, Versioned};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    api::{ApiError, ApiJson, ApiQuery, ApiResult, Page},
+    api::{ApiError, ApiJson},
     dto::*,
     routes::{ApiRoutes, Verb},
 };
 
 pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
     ApiRoutes::new("notes")
-        .route(Verb::Get, "/notes", "List notes", list_notes)
+        .route(Verb::Get, "/notes", "List notes", list_entities::<Note>)
         .query(LIST_QUERY)
         .route(Verb::Post, "/notes", "Create a note", create_note)
         .route(
             Verb::Get,
             "/notes/{id}",
             "Read a note with its heads",
-            get_note,
+            get_entity::<Note, NoteDto>,
         )
         .route(Verb::Patch, "/notes/{id}", "Change a note", patch_note)
         .route(
             Verb::Patch,
             "/notes/{id}/text",
             "Apply a text patch against heads (UTF-16 positions)",
-            text_note,
+            text_entity::<Note, NoteDto>,
         )
-        .route(Verb::Delete, "/notes/{id}", "Delete a note", delete_note)
+        .route(
+            Verb::Delete,
+            "/notes/{id}",
+            "Delete a note",
+            delete_entity::<Note>,
+        )
 }
 
 /// A note.
@@ -81,13 +86,6 @@ pub(crate) struct NotePatchDto {
     project: Option<Option<String>>,
 }
 
-async fn list_notes(
-    State(store): State<DocumentStore>,
-    ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Page<ListedDto>> {
-    list(store, Kind::Note, q).await
-}
-
 async fn create_note(
     State(store): State<DocumentStore>,
     ApiJson(body): ApiJson<NewNoteDto>,
@@ -97,18 +95,7 @@ async fn create_note(
         title: body.title,
         content: body.content,
     };
-    let id = store.create(note).await?.id;
-    Ok((
-        StatusCode::CREATED,
-        Json(read_live(&store, id).await?.into()),
-    ))
-}
-
-async fn get_note(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-) -> JsonResult<NoteDto> {
-    Ok(Json(read_live(&store, parse_id(&id)?).await?.into()))
+    create_entity(&store, note).await
 }
 
 async fn patch_note(
@@ -122,26 +109,5 @@ async fn patch_note(
         content: body.content.map(Into::into),
         project: parse_double_id(body.project)?,
     };
-    store.update(id, patch).await?;
-    Ok(Json(read_live(&store, id).await?.into()))
-}
-
-async fn text_note(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<TextPatchDto>,
-) -> JsonResult<NoteDto> {
-    Ok(Json(
-        text_patch::<Note>(&store, parse_id(&id)?, body)
-            .await?
-            .into(),
-    ))
-}
-
-async fn delete_note(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-) -> Result<StatusCode, ApiError> {
-    store.delete(Kind::Note, parse_id(&id)?).await?;
-    Ok(StatusCode::NO_CONTENT)
+    patch_entity(&store, id, patch).await
 }

@@ -28,7 +28,7 @@ pub(crate) fn routes(kept: Arc<[DocId]>) -> ApiRoutes<DocumentStore> {
             Verb::Get,
             "/projects/{project}",
             "Read a project with its heads",
-            get_project,
+            get_entity::<Project, ProjectDto>,
         )
         .route(
             Verb::Patch,
@@ -40,7 +40,7 @@ pub(crate) fn routes(kept: Arc<[DocId]>) -> ApiRoutes<DocumentStore> {
             Verb::Patch,
             "/projects/{project}/text",
             "Apply a text patch against heads (UTF-16 positions)",
-            text_project,
+            text_entity::<Project, ProjectDto>,
         )
         .route(
             Verb::Delete,
@@ -158,18 +158,7 @@ async fn create_project(
         instructions: b.instructions,
         archived: false,
     };
-    let id = store.create(project).await?.id;
-    Ok((
-        StatusCode::CREATED,
-        Json(read_live(&store, id).await?.into()),
-    ))
-}
-
-async fn get_project(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-) -> JsonResult<ProjectDto> {
-    Ok(Json(read_live(&store, parse_id(&id)?).await?.into()))
+    create_entity(&store, project).await
 }
 
 async fn patch_project(
@@ -184,20 +173,7 @@ async fn patch_project(
         instructions: b.instructions.map(Into::into),
         archived: b.archived,
     };
-    store.update(id, patch).await?;
-    Ok(Json(read_live(&store, id).await?.into()))
-}
-
-async fn text_project(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<TextPatchDto>,
-) -> JsonResult<ProjectDto> {
-    Ok(Json(
-        text_patch::<Project>(&store, parse_id(&id)?, body)
-            .await?
-            .into(),
-    ))
+    patch_entity(&store, id, patch).await
 }
 
 async fn delete_project(

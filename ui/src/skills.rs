@@ -6,34 +6,39 @@ use axum::{
     http::StatusCode,
     Json,
 };
-use hearth_sync::{DocumentStore, Kind, Skill, SkillPatch, Versioned};
+use hearth_sync::{DocumentStore, Skill, SkillPatch, Versioned};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    api::{ApiError, ApiJson, ApiQuery, ApiResult, Page},
+    api::{ApiError, ApiJson},
     dto::*,
     routes::{ApiRoutes, Verb},
 };
 
 pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
     ApiRoutes::new("skills")
-        .route(Verb::Get, "/skills", "List skills", list_skills)
+        .route(Verb::Get, "/skills", "List skills", list_entities::<Skill>)
         .query(&["project", "limit", "offset"])
         .route(Verb::Post, "/skills", "Create a skill", create_skill)
         .route(
             Verb::Get,
             "/skills/{id}",
             "Read a skill with its heads",
-            get_skill,
+            get_entity::<Skill, SkillDto>,
         )
         .route(Verb::Patch, "/skills/{id}", "Change a skill", patch_skill)
         .route(
             Verb::Patch,
             "/skills/{id}/text",
             "Apply a text patch against heads (UTF-16 positions)",
-            text_skill,
+            text_entity::<Skill, SkillDto>,
         )
-        .route(Verb::Delete, "/skills/{id}", "Delete a skill", delete_skill)
+        .route(
+            Verb::Delete,
+            "/skills/{id}",
+            "Delete a skill",
+            delete_entity::<Skill>,
+        )
 }
 
 /// A skill.
@@ -84,13 +89,6 @@ pub(crate) struct SkillPatchDto {
     body: Option<TextEditDto>,
 }
 
-async fn list_skills(
-    State(store): State<DocumentStore>,
-    ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Page<ListedDto>> {
-    list(store, Kind::Skill, q).await
-}
-
 async fn create_skill(
     State(store): State<DocumentStore>,
     ApiJson(b): ApiJson<NewSkillDto>,
@@ -101,18 +99,7 @@ async fn create_skill(
         description: b.description,
         body: b.body,
     };
-    let id = store.create(skill).await?.id;
-    Ok((
-        StatusCode::CREATED,
-        Json(read_live(&store, id).await?.into()),
-    ))
-}
-
-async fn get_skill(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-) -> JsonResult<SkillDto> {
-    Ok(Json(read_live(&store, parse_id(&id)?).await?.into()))
+    create_entity(&store, skill).await
 }
 
 async fn patch_skill(
@@ -126,26 +113,5 @@ async fn patch_skill(
         description: b.description.map(Into::into),
         body: b.body.map(Into::into),
     };
-    store.update(id, patch).await?;
-    Ok(Json(read_live(&store, id).await?.into()))
-}
-
-async fn text_skill(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<TextPatchDto>,
-) -> JsonResult<SkillDto> {
-    Ok(Json(
-        text_patch::<Skill>(&store, parse_id(&id)?, body)
-            .await?
-            .into(),
-    ))
-}
-
-async fn delete_skill(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-) -> Result<StatusCode, ApiError> {
-    store.delete(Kind::Skill, parse_id(&id)?).await?;
-    Ok(StatusCode::NO_CONTENT)
+    patch_entity(&store, id, patch).await
 }

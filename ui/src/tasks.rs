@@ -6,34 +6,39 @@ use axum::{
     http::StatusCode,
     Json,
 };
-use hearth_sync::{DocumentStore, Kind, Task, TaskPatch, TaskStatus, Versioned};
+use hearth_sync::{DocumentStore, Task, TaskPatch, TaskStatus, Versioned};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    api::{ApiError, ApiJson, ApiQuery, ApiResult, Page},
+    api::{ApiError, ApiJson},
     dto::*,
     routes::{ApiRoutes, Verb},
 };
 
 pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
     ApiRoutes::new("tasks")
-        .route(Verb::Get, "/tasks", "List tasks", list_tasks)
+        .route(Verb::Get, "/tasks", "List tasks", list_entities::<Task>)
         .query(LIST_QUERY)
         .route(Verb::Post, "/tasks", "Create a task", create_task)
         .route(
             Verb::Get,
             "/tasks/{id}",
             "Read a task with its heads",
-            get_task,
+            get_entity::<Task, TaskDto>,
         )
         .route(Verb::Patch, "/tasks/{id}", "Change a task", patch_task)
         .route(
             Verb::Patch,
             "/tasks/{id}/text",
             "Apply a text patch against heads (UTF-16 positions)",
-            text_task,
+            text_entity::<Task, TaskDto>,
         )
-        .route(Verb::Delete, "/tasks/{id}", "Delete a task", delete_task)
+        .route(
+            Verb::Delete,
+            "/tasks/{id}",
+            "Delete a task",
+            delete_entity::<Task>,
+        )
 }
 
 /// A task.
@@ -102,13 +107,6 @@ fn status(s: Option<&str>) -> Result<Option<TaskStatus>, ApiError> {
     Ok(s.map(str::parse::<TaskStatus>).transpose()?)
 }
 
-async fn list_tasks(
-    State(store): State<DocumentStore>,
-    ApiQuery(q): ApiQuery<ListQuery>,
-) -> ApiResult<Page<ListedDto>> {
-    list(store, Kind::Task, q).await
-}
-
 async fn create_task(
     State(store): State<DocumentStore>,
     ApiJson(b): ApiJson<NewTaskDto>,
@@ -122,18 +120,7 @@ async fn create_task(
         parent: parse_opt_id(&b.parent)?,
         interval: b.interval,
     };
-    let id = store.create(task).await?.id;
-    Ok((
-        StatusCode::CREATED,
-        Json(read_live(&store, id).await?.into()),
-    ))
-}
-
-async fn get_task(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-) -> JsonResult<TaskDto> {
-    Ok(Json(read_live(&store, parse_id(&id)?).await?.into()))
+    create_entity(&store, task).await
 }
 
 async fn patch_task(
@@ -151,26 +138,5 @@ async fn patch_task(
         parent: parse_double_id(b.parent)?,
         interval: b.interval,
     };
-    store.update(id, patch).await?;
-    Ok(Json(read_live(&store, id).await?.into()))
-}
-
-async fn text_task(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-    ApiJson(body): ApiJson<TextPatchDto>,
-) -> JsonResult<TaskDto> {
-    Ok(Json(
-        text_patch::<Task>(&store, parse_id(&id)?, body)
-            .await?
-            .into(),
-    ))
-}
-
-async fn delete_task(
-    State(store): State<DocumentStore>,
-    Path(id): Path<String>,
-) -> Result<StatusCode, ApiError> {
-    store.delete(Kind::Task, parse_id(&id)?).await?;
-    Ok(StatusCode::NO_CONTENT)
+    patch_entity(&store, id, patch).await
 }

@@ -48,29 +48,9 @@ impl DocumentStore {
 
     /// [`Self::get_versioned`] for synchronous callers.
     pub fn get_versioned_blocking<E: Entity>(&self, id: DocId) -> Result<Versioned<E>, StoreError> {
-        self.verify_all_pending_blocking()?;
-        let mut inner = self.lock();
-        let Inner { conn, cache } = &mut *inner;
-        let row = doc_row(conn, &id)?.ok_or_else(|| StoreError::NotFound {
-            kind: E::KIND.as_str(),
-            id: id.to_string(),
-        })?;
-        if row.kind != E::KIND.as_str() {
-            return Err(StoreError::WrongKind {
-                id,
-                expected: E::KIND,
-                found: row.kind,
-            });
-        }
-        let entry = cached(conn, cache, &id, &row)?;
-        Ok(Versioned {
-            record: record_of(id, &entry.doc),
-            heads: entry
-                .doc
-                .get_heads()
-                .iter()
-                .map(|h| h.to_string())
-                .collect(),
+        self.read_entity::<E, _>(id, |doc| Versioned {
+            record: record_of(id, doc),
+            heads: doc.get_heads().iter().map(|h| h.to_string()).collect(),
         })
     }
 
@@ -81,15 +61,33 @@ impl DocumentStore {
 
     /// [`Self::get`] for synchronous callers.
     pub fn get_blocking<E: Entity>(&self, id: DocId) -> Result<Record<E>, StoreError> {
-        // Documents received whole are shown once verified; finish that first.
-        self.verify_all_pending_blocking()?;
-        let mut inner = self.lock();
-        let Inner { conn, cache } = &mut *inner;
+        self.read_entity::<E, _>(id, |doc| record_of(id, doc))
+    }
+
+    /// Reads entity `id` of kind `E` through `read`. A document still waiting for
+    /// verification is verified first (with any others waiting); a verified one costs
+    /// nothing extra.
+    fn read_entity<E: Entity, T>(
+        &self,
+        id: DocId,
+        read: impl FnOnce(&mut AutoCommit) -> T,
+    ) -> Result<T, StoreError> {
         let not_found = || StoreError::NotFound {
             kind: E::KIND.as_str(),
             id: id.to_string(),
         };
-        let row = doc_row(conn, &id)?.ok_or_else(not_found)?;
+        let verified = doc_row(&self.lock().conn, &id)?
+            .ok_or_else(not_found)?
+            .verified;
+        if !verified {
+            self.verify_all_pending_blocking()?;
+        }
+        let mut inner = self.lock();
+        let Inner { conn, cache } = &mut *inner;
+        // Quarantined meanwhile, or still waiting: not there as far as readers go.
+        let row = doc_row(conn, &id)?
+            .filter(|r| r.verified)
+            .ok_or_else(not_found)?;
         if row.kind != E::KIND.as_str() {
             return Err(StoreError::WrongKind {
                 id,
@@ -98,7 +96,7 @@ impl DocumentStore {
             });
         }
         let entry = cached(conn, cache, &id, &row)?;
-        Ok(record_of(id, &entry.doc))
+        Ok(read(&mut entry.doc))
     }
 
     /// Finds the one entity of `kind` whose hex id starts with `prefix` (at least 4 digits).
