@@ -5,40 +5,13 @@
 
 #![no_main]
 
-use std::sync::OnceLock;
-
-use hearth_fuzz::{custom_mutate, replay, report, Format};
+use hearth_fuzz::{mutate_store_input, replay, run_store_target};
 use libfuzzer_sys::{fuzz_mutator, fuzz_target, fuzzer_mutate};
 
 static STATS: replay::Stats = replay::Stats::new();
 
-fn fixture() -> &'static replay::Fixture {
-    static F: OnceLock<replay::Fixture> = OnceLock::new();
-    F.get_or_init(|| {
-        // The store turns a panic inside Automerge into an error for that document
-        // (`catch_unwind`); libFuzzer's hook would abort on it first. Count those instead;
-        // a panic that escapes the store is caught below.
-        report::count_caught_panics();
-        replay::Fixture::new().expect("fixture (run the seeds binary)")
-    })
-}
-
-fuzz_target!(|data: &[u8]| {
-    let results = fixture().replay(data, &STATS);
-    if let Some(p) = replay::panic_of(&results) {
-        eprintln!("a panic escaped the store: {p}");
-        std::process::abort();
-    }
-    report::tick("sync_message_apply", &STATS);
-});
+fuzz_target!(|data: &[u8]| run_store_target("sync_message_apply", &STATS, data));
 
 fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
-    let mut bytes = |v: &mut Vec<u8>| {
-        let len = v.len();
-        let cap = len + 64 + len / 2;
-        v.resize(cap, 0);
-        let n = fuzzer_mutate(v, len, cap);
-        v.truncate(n);
-    };
-    custom_mutate(data, size, max_size, seed, Format::Store, &mut bytes)
+    mutate_store_input(data, size, max_size, seed, fuzzer_mutate)
 });

@@ -17,6 +17,48 @@ use std::sync::OnceLock;
 
 use mutate::{Mutator, Rng};
 
+/// The body of a store target (`sync_message_apply`, `snapshot_import`): replays `data`
+/// on the process's one fixture store, aborts if a panic escaped the store, and reports
+/// progress under `name`.
+pub fn run_store_target(name: &'static str, stats: &'static replay::Stats, data: &[u8]) {
+    static FIXTURE: OnceLock<replay::Fixture> = OnceLock::new();
+    let fixture = FIXTURE.get_or_init(|| {
+        // The store turns a panic inside Automerge into an error for that document
+        // (`catch_unwind`); libFuzzer's hook would abort on it first. Count those instead;
+        // a panic that escapes the store is caught below.
+        report::count_caught_panics();
+        match replay::Fixture::new() {
+            Ok(f) => f,
+            Err(e) => panic!("fixture (run the seeds binary): {e}"),
+        }
+    });
+    let results = fixture.replay(data, stats);
+    if let Some(p) = replay::panic_of(&results) {
+        eprintln!("a panic escaped the store: {p}");
+        std::process::abort();
+    }
+    report::tick(name, stats);
+}
+
+/// The mutator of a store target; `fuzzer_mutate` is libFuzzer's byte mutator, which
+/// this crate does not link.
+pub fn mutate_store_input(
+    data: &mut [u8],
+    size: usize,
+    max_size: usize,
+    seed: u32,
+    fuzzer_mutate: fn(&mut [u8], usize, usize) -> usize,
+) -> usize {
+    let mut bytes = |v: &mut Vec<u8>| {
+        let len = v.len();
+        let cap = len + 64 + len / 2;
+        v.resize(cap, 0);
+        let n = fuzzer_mutate(v, len, cap);
+        v.truncate(n);
+    };
+    custom_mutate(data, size, max_size, seed, Format::Store, &mut bytes)
+}
+
 /// Which input format a mutator works on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {

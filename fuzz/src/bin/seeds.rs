@@ -44,6 +44,7 @@ fn make_fixture(dir: &Path) -> Res<Vec<DocSnapshot>> {
         name: "work-sub".into(),
         parent: Some(work.id),
         instructions: "Answer briefly.".into(),
+        ..Project::default()
     })?;
     let home = s.create_blocking(Project {
         name: "home".into(),
