@@ -220,10 +220,15 @@ impl DocumentStore {
                 cache.put(id, Cached::inserted(doc));
             }
         }
+        // Loaded once, after this batch's new documents: merges cannot change who is a
+        // member (the guard refuses moving a project in or out of the scope).
+        let scope = match scope {
+            Some(root) if !merges.is_empty() => Some(Scope::load(&self.lock().conn, root)?),
+            _ => None,
+        };
         for snap in merges {
             let id = DocId(snap.id);
             let mut inner = self.lock();
-            let scope = scope.map(|r| Scope::load(&inner.conn, r)).transpose()?;
             let result = inner.write(writer, Durability::Normal, &id, |tx, _, doc| {
                 guard_peer_change(tx, &id, doc, scope.as_ref(), |doc| {
                     merge_untrusted(&id, doc, &snap.bytes)
