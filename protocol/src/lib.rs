@@ -13,6 +13,7 @@
 mod frame;
 mod messages;
 mod pair;
+mod rpc;
 mod versions;
 
 pub use frame::{
@@ -20,9 +21,14 @@ pub use frame::{
 };
 pub use messages::{Digest, DocEntry, DocId, DocIndex, DocSnapshot, Hash, SyncMessage};
 pub use pair::{PairRequest, PairResponse};
+pub use rpc::{
+    decode_request, decode_response, encode_request, encode_response, RpcError, RpcMethod,
+    RpcRequest, RpcResponse, RPC_MAX_BODY, RPC_MAX_CHUNK, RPC_MAX_CONTENT_TYPE, RPC_MAX_FRAME,
+    RPC_MAX_PATH,
+};
 pub use versions::{
     alpn, alpn_version, alpns, compare, mismatch_message, Compat, Family, VersionInfo,
-    VersionInfoError, ALPN_VERSIONS, MAX_VERSION_INFO, PAIR_VERSIONS, SYNC_VERSIONS,
+    VersionInfoError, ALPN_VERSIONS, MAX_VERSION_INFO, PAIR_VERSIONS, RPC_VERSIONS, SYNC_VERSIONS,
 };
 
 /// Version byte carried in every frame; peers refuse frames of another version.
@@ -34,5 +40,7 @@ pub const ALPN_SYNC: &[u8] = b"hearth/sync/1";
 /// ALPN for device pairing, version 1; open to unpaired devices, which may do nothing
 /// else (see [`PAIR_VERSIONS`]).
 pub const ALPN_PAIR: &[u8] = b"hearth/pair/1";
-/// ALPN for chat relayed from node UIs, events and device administration.
+/// ALPN for the requests a node relays from its UI to its hub's API (chat, approvals,
+/// history, usage, settings, devices, events), version 1; see [`RpcRequest`] and
+/// [`RPC_VERSIONS`].
 pub const ALPN_RPC: &[u8] = b"hearth/rpc/1";

@@ -1,6 +1,6 @@
-//! Protocol versions: which versions of `hearth/sync/N` and `hearth/pair/N` a build
-//! speaks, their ALPNs, how two sides pick the highest version they share, and the
-//! unversioned `hearth/versions` exchange that tells a peer sharing none which side must
+//! Protocol versions: which versions of `hearth/sync/N`, `hearth/pair/N` and
+//! `hearth/rpc/N` a build speaks, their ALPNs, how two sides pick the highest version
+//! they share, and the unversioned `hearth/versions` exchange that tells a peer sharing none which side must
 //! update.
 //!
 //! The version is negotiated by TLS ALPN: the dialer offers every version it speaks, the
@@ -17,6 +17,8 @@ use std::fmt;
 pub const SYNC_VERSIONS: &[u16] = &[1];
 /// The `hearth/pair/N` versions this build speaks, oldest first.
 pub const PAIR_VERSIONS: &[u16] = &[1];
+/// The `hearth/rpc/N` versions this build speaks, oldest first.
+pub const RPC_VERSIONS: &[u16] = &[1];
 
 /// ALPN of the unversioned exchange of supported versions; open to any key, it reveals
 /// nothing but version numbers.
@@ -34,6 +36,8 @@ pub enum Family {
     Sync,
     /// Device pairing, `hearth/pair/N`.
     Pair,
+    /// Requests a node relays to its hub's API, `hearth/rpc/N`.
+    Rpc,
 }
 
 impl Family {
@@ -41,6 +45,7 @@ impl Family {
         match self {
             Self::Sync => "hearth/sync/",
             Self::Pair => "hearth/pair/",
+            Self::Rpc => "hearth/rpc/",
         }
     }
 
@@ -48,6 +53,7 @@ impl Family {
         match self {
             Self::Sync => "sync",
             Self::Pair => "pair",
+            Self::Rpc => "rpc",
         }
     }
 }
@@ -142,13 +148,16 @@ fn list(versions: &[u16]) -> String {
 /// The versions one side speaks, as exchanged on [`ALPN_VERSIONS`].
 ///
 /// Wire format (fixed forever): UTF-8 lines `hearth-versions`, `sync <v> <v>…`,
-/// `pair <v> <v>…`; unknown lines are ignored, so later releases may add protocols.
+/// `pair <v> <v>…`, and `rpc <v> <v>…` when the side speaks rpc at all; unknown lines
+/// are ignored, so later releases may add protocols.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VersionInfo {
     /// `hearth/sync/N` versions.
     pub sync: Vec<u16>,
     /// `hearth/pair/N` versions.
     pub pair: Vec<u16>,
+    /// `hearth/rpc/N` versions (empty from a side that predates rpc).
+    pub rpc: Vec<u16>,
 }
 
 /// Why a [`VersionInfo`] could not be decoded.
@@ -169,6 +178,7 @@ impl VersionInfo {
         Self {
             sync: SYNC_VERSIONS.to_vec(),
             pair: PAIR_VERSIONS.to_vec(),
+            rpc: RPC_VERSIONS.to_vec(),
         }
     }
 
@@ -177,6 +187,7 @@ impl VersionInfo {
         match family {
             Family::Sync => &self.sync,
             Family::Pair => &self.pair,
+            Family::Rpc => &self.rpc,
         }
     }
 
@@ -202,6 +213,7 @@ impl VersionInfo {
             let target = match words.next() {
                 Some("sync") => &mut out.sync,
                 Some("pair") => &mut out.pair,
+                Some("rpc") => &mut out.rpc,
                 _ => continue,
             };
             for w in words {
@@ -221,7 +233,11 @@ impl VersionInfo {
 impl fmt::Display for VersionInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "hearth-versions")?;
-        for (key, v) in [("sync", &self.sync), ("pair", &self.pair)] {
+        for (key, v) in [("sync", &self.sync), ("pair", &self.pair), ("rpc", &self.rpc)] {
+            // A side that speaks no rpc says nothing about it (as releases before it did).
+            if key == "rpc" && v.is_empty() {
+                continue;
+            }
             write!(f, "{key}")?;
             for n in v.iter().take(MAX_VERSIONS) {
                 write!(f, " {n}")?;
@@ -242,6 +258,8 @@ mod tests {
         assert_eq!(alpn(Family::Sync, 1), b"hearth/sync/1");
         assert_eq!(alpn(Family::Sync, 1), crate::ALPN_SYNC);
         assert_eq!(alpn(Family::Pair, 1), crate::ALPN_PAIR);
+        assert_eq!(alpn(Family::Rpc, 1), crate::ALPN_RPC);
+        assert_eq!(alpn_version(Family::Rpc, b"hearth/rpc/3"), Some(3));
         assert_eq!(
             alpns(Family::Sync, &[1, 3, 2, 3]),
             [
@@ -291,16 +309,24 @@ mod tests {
         let info = VersionInfo {
             sync: vec![1, 2],
             pair: vec![1],
+            rpc: Vec::new(),
         };
         assert_eq!(info.encode(), b"hearth-versions\nsync 1 2\npair 1\n");
         assert_eq!(VersionInfo::decode(&info.encode()), Ok(info));
+        let with_rpc = VersionInfo::current();
+        assert_eq!(
+            with_rpc.encode(),
+            b"hearth-versions\nsync 1\npair 1\nrpc 1\n"
+        );
+        assert_eq!(VersionInfo::decode(&with_rpc.encode()), Ok(with_rpc));
         // Later releases may add lines; this one ignores them.
-        let later = b"hearth-versions\nsync 3\nrpc 1 2\npair 2\n";
+        let later = b"hearth-versions\nsync 3\nrpc 1 2\nchat 7\npair 2\n";
         assert_eq!(
             VersionInfo::decode(later),
             Ok(VersionInfo {
                 sync: vec![3],
-                pair: vec![2]
+                pair: vec![2],
+                rpc: vec![1, 2],
             })
         );
         assert!(VersionInfo::decode(b"hello").is_err());
@@ -315,7 +341,7 @@ mod tests {
         }
 
         #[test]
-        fn decoding_versionish_text_never_panics(text in "hearth-versions\n(sync|pair|x)( [0-9]{1,6}){0,40}\n") {
+        fn decoding_versionish_text_never_panics(text in "hearth-versions\n(sync|pair|rpc|x)( [0-9]{1,6}){0,40}\n") {
             let _ = VersionInfo::decode(text.as_bytes());
         }
     }
