@@ -1,7 +1,7 @@
 //! Protocol versions: which versions of `hearth/sync/N`, `hearth/pair/N` and
 //! `hearth/rpc/N` a build speaks, their ALPNs, how two sides pick the highest version
-//! they share, and the unversioned `hearth/versions` exchange that tells a peer sharing none which side must
-//! update.
+//! they share, and the unversioned `hearth/versions` exchange that tells a peer sharing
+//! none which side must update.
 //!
 //! The version is negotiated by TLS ALPN: the dialer offers every version it speaks, the
 //! accepting side lists its own, highest first, and the handshake picks the first shared
