@@ -1,5 +1,6 @@
 //! hearth-ui: the document API that hub and node both mount (the web front end joins it
-//! in a later issue), and the answer shapes every Hearth API shares ([`api`]).
+//! in a later issue), the answer shapes every Hearth API shares ([`api`]), and the table
+//! of routes a node relays to its hub ([`relayed`]).
 //!
 //! [`router`] maps JSON over HTTP onto the [`DocumentStore`], with paths relative to the
 //! API root: the hub nests it at `/api/v1` behind its access guard (a node will do the
@@ -14,11 +15,13 @@ mod contacts;
 mod dto;
 mod notes;
 mod projects;
+pub mod relayed;
 pub mod routes;
 mod skills;
 mod tasks;
 
 pub use api::{ApiError, ApiJson, ApiQuery, ApiResult, Page, PageQuery};
+pub use relayed::{find_relayed, RelayKind, RelayedMatch, RelayedRoute, RELAYED};
 pub use routes::{openapi, ApiRoutes, Op, Verb};
 
 use axum::{extract::State, Json, Router};
