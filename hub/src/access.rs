@@ -6,11 +6,13 @@
 //! close 403 with a reason the device shows) unless the key is a paired, unrevoked device
 //! in the [`DeviceRegistry`].
 //!
-//! [`ConnectionTracker`] knows every open sync session and the scope it was started
-//! with: a device has at most one (the newest replaces an older one, which after a sleep
-//! or a change of network is dead but not yet timed out), a revocation closes it at once,
-//! and [`watch_devices`] closes it when the device's scope changes, so the device
-//! reconnects under its new scope.
+//! [`ConnectionTracker`] knows every open sync session and rpc connection and the grant
+//! each was started with: a device has at most one of each (the newest replaces an older
+//! one, which after a sleep or a change of network is dead but not yet timed out), a
+//! revocation closes both at once, and [`watch_devices`] closes the sync session when
+//! the device's scope changes, and the rpc connection when its scope or admin flag
+//! changes, so the device reconnects under its new grant and an open relayed event
+//! stream ends at once.
 
 use std::{
     collections::HashMap,
@@ -24,7 +26,7 @@ use iroh::{
     EndpointId,
 };
 
-use crate::devices::DeviceRegistry;
+use crate::devices::{DeviceRegistry, Grant};
 
 /// QUIC application close code for a refused or revoked device.
 pub const CLOSE_NOT_ALLOWED: u32 = 403;
@@ -37,6 +39,8 @@ pub const CLOSE_RESTART: u32 = 409;
 pub const REPLACED_REASON: &[u8] = b"replaced by a newer session of this device";
 /// Reason sent when the owner changed what the device may see.
 pub const SCOPE_CHANGED_REASON: &[u8] = b"this device's scope changed; reconnecting";
+/// Reason sent when the owner gave or took a device's admin flag.
+pub const ADMIN_CHANGED_REASON: &[u8] = b"this device's admin flag changed; reconnecting";
 /// Reason sent to a revoked device.
 pub const REVOKED_REASON: &[u8] =
     b"revoked: the hub's owner revoked this device; run `hearth pair` to ask again";
@@ -91,82 +95,149 @@ impl EndpointHooks for AccessHook {
     }
 }
 
-/// The open sync session of each device, with the scope it runs under.
+/// Which protocol a tracked connection speaks: a device may have one of each open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Line {
+    /// Its replication session (`hearth/sync/N`).
+    Sync,
+    /// Its relayed requests and event stream (`hearth/rpc/N`).
+    Rpc,
+}
+
+/// A tracked connection and the grant it was opened under.
+#[derive(Debug)]
+struct Tracked {
+    conn: Connection,
+    scope: Option<String>,
+    admin: bool,
+}
+
+/// The open sync session and the open rpc connection of each device, with the scope
+/// (and, for rpc, the admin flag) each was opened under.
 #[derive(Debug, Default)]
 pub struct ConnectionTracker {
-    open: Mutex<HashMap<EndpointId, (Connection, Option<String>)>>,
+    open: Mutex<HashMap<(EndpointId, Line), Tracked>>,
 }
 
 impl ConnectionTracker {
-    /// Records the newest session of a device, closing the one it replaces.
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(EndpointId, Line), Tracked>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records the newest sync session of a device, closing the one it replaces.
     pub fn add(&self, conn: &Connection, scope: Option<String>) {
-        let old = {
-            let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-            open.insert(conn.remote_id(), (conn.clone(), scope))
+        self.track(Line::Sync, conn, scope, false);
+    }
+
+    /// Records the newest rpc connection of a device with the grant it was opened
+    /// under, closing the one it replaces.
+    pub fn add_rpc(&self, conn: &Connection, grant: &Grant) {
+        self.track(Line::Rpc, conn, grant.scope.clone(), grant.admin);
+    }
+
+    fn track(&self, line: Line, conn: &Connection, scope: Option<String>, admin: bool) {
+        let tracked = Tracked {
+            conn: conn.clone(),
+            scope,
+            admin,
         };
-        if let Some((old, _)) = old {
-            if old.stable_id() != conn.stable_id() {
-                tracing::info!(peer = %conn.remote_id(), "a newer session replaces the device's older one");
-                old.close(CLOSE_RESTART.into(), REPLACED_REASON);
+        let old = self.lock().insert((conn.remote_id(), line), tracked);
+        if let Some(old) = old {
+            if old.conn.stable_id() != conn.stable_id() {
+                tracing::info!(peer = %conn.remote_id(), ?line, "a newer connection replaces the device's older one");
+                old.conn.close(CLOSE_RESTART.into(), REPLACED_REASON);
             }
         }
     }
 
-    /// Forgets a closed session (unless a newer one has replaced it already).
+    /// Forgets a closed connection (unless a newer one has replaced it already).
     pub fn remove(&self, conn: &Connection) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if open
-            .get(&conn.remote_id())
-            .is_some_and(|(c, _)| c.stable_id() == conn.stable_id())
-        {
-            open.remove(&conn.remote_id());
+        let mut open = self.lock();
+        for line in [Line::Sync, Line::Rpc] {
+            let key = (conn.remote_id(), line);
+            if open
+                .get(&key)
+                .is_some_and(|t| t.conn.stable_id() == conn.stable_id())
+            {
+                open.remove(&key);
+            }
         }
     }
 
-    /// Whether the device has an open session.
+    /// Whether the device has an open sync session.
     pub fn is_online(&self, id: &EndpointId) -> bool {
-        self.open
-            .lock()
-            .map(|o| o.contains_key(id))
-            .unwrap_or(false)
+        self.lock().contains_key(&(*id, Line::Sync))
     }
 
-    /// Closes the session of `id` with a 403 and `reason`; returns how many it closed.
+    /// Closes every connection of `id` with a 403 and `reason`; returns how many it
+    /// closed.
     pub fn close(&self, id: &EndpointId, reason: &[u8]) -> usize {
-        self.close_with(id, CLOSE_NOT_ALLOWED, reason)
+        [Line::Sync, Line::Rpc]
+            .into_iter()
+            .map(|line| self.close_line(id, line, CLOSE_NOT_ALLOWED, reason))
+            .sum()
     }
 
-    fn close_with(&self, id: &EndpointId, code: u32, reason: &[u8]) -> usize {
-        let conn = self
-            .open
-            .lock()
-            .map(|mut o| o.remove(id))
-            .unwrap_or_default();
-        match conn {
-            Some((c, _)) => {
-                c.close(code.into(), reason);
+    fn close_line(&self, id: &EndpointId, line: Line, code: u32, reason: &[u8]) -> usize {
+        let tracked = self.lock().remove(&(*id, line));
+        match tracked {
+            Some(t) => {
+                t.conn.close(code.into(), reason);
                 1
             }
             None => 0,
         }
     }
 
-    fn online(&self) -> Vec<(EndpointId, Option<String>)> {
-        self.open
-            .lock()
-            .map(|o| {
-                o.iter()
-                    .map(|(id, (_, scope))| (*id, scope.clone()))
-                    .collect()
+    fn online(&self) -> Vec<(EndpointId, Line, Grant)> {
+        self.lock()
+            .iter()
+            .map(|((id, line), t)| {
+                (
+                    *id,
+                    *line,
+                    Grant {
+                        scope: t.scope.clone(),
+                        admin: t.admin,
+                    },
+                )
             })
-            .unwrap_or_default()
+            .collect()
     }
 }
 
-/// Closes the sessions of devices that are no longer allowed (revoked by any process:
-/// the API, or `hearth-hub devices revoke` in another process) and restarts those whose
-/// scope changed. Checks the online devices every 200 ms, so either takes effect well
-/// within a second. Runs until `stop` flips.
+/// What [`watch_devices`] does to one tracked connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// The device is no longer allowed: close all its connections.
+    Revoked,
+    /// Its scope changed: this connection restarts under the new one.
+    Rescoped(Line),
+    /// Its admin flag changed: its rpc connection restarts.
+    AdminChanged,
+}
+
+/// Judges a connection opened under `then` against the device's grant `now`.
+fn judge(line: Line, then: &Grant, now: Option<&Grant>) -> Option<Verdict> {
+    let Some(now) = now else {
+        return Some(Verdict::Revoked);
+    };
+    if now.scope != then.scope {
+        return Some(Verdict::Rescoped(line));
+    }
+    // Replication does not depend on the admin flag; relayed requests do.
+    if line == Line::Rpc && now.admin != then.admin {
+        return Some(Verdict::AdminChanged);
+    }
+    None
+}
+
+/// Closes the connections of devices that are no longer allowed (revoked by any process:
+/// the API, or `hearth-hub devices revoke` in another process), restarts sync sessions
+/// whose scope changed, and cuts rpc connections whose scope or admin flag changed (so
+/// an open relayed event stream ends at once; the hub judges every relayed request on
+/// the device's current grant anyway). Checks the online devices every 200 ms, so each
+/// takes effect well within a second. Runs until `stop` flips.
 pub async fn watch_devices(
     registry: Arc<DeviceRegistry>,
     tracker: Arc<ConnectionTracker>,
@@ -182,32 +253,85 @@ pub async fn watch_devices(
             continue;
         }
         let reg = registry.clone();
-        type Verdicts = (Vec<EndpointId>, Vec<EndpointId>);
-        let verdicts = tokio::task::spawn_blocking(move || -> Result<Verdicts, String> {
-            let (mut gone, mut rescoped) = (Vec::new(), Vec::new());
-            for (id, scope) in online {
-                if !reg.is_allowed(&id).map_err(|e| e.to_string())? {
-                    gone.push(id);
-                } else if reg.scope_of(&id).map_err(|e| e.to_string())? != scope {
-                    rescoped.push(id);
+        let verdicts = tokio::task::spawn_blocking(
+            move || -> Result<Vec<(EndpointId, Verdict)>, String> {
+                let mut now: HashMap<EndpointId, Option<Grant>> = HashMap::new();
+                let mut out = Vec::new();
+                for (id, line, then) in online {
+                    let grant = match now.get(&id) {
+                        Some(g) => g.clone(),
+                        None => {
+                            let g = reg.grant(&id).map_err(|e| e.to_string())?;
+                            now.insert(id, g.clone());
+                            g
+                        }
+                    };
+                    if let Some(v) = judge(line, &then, grant.as_ref()) {
+                        out.push((id, v));
+                    }
                 }
-            }
-            Ok((gone, rescoped))
-        })
+                Ok(out)
+            },
+        )
         .await;
         match verdicts {
-            Ok(Ok((gone, rescoped))) => {
-                for id in gone {
-                    let n = tracker.close(&id, REVOKED_REASON);
-                    tracing::warn!(peer = %id, connections = n, "device revoked: connections closed");
-                }
-                for id in rescoped {
-                    tracker.close_with(&id, CLOSE_RESTART, SCOPE_CHANGED_REASON);
-                    tracing::info!(peer = %id, "device scope changed: session restarted");
+            Ok(Ok(verdicts)) => {
+                for (id, verdict) in verdicts {
+                    match verdict {
+                        Verdict::Revoked => {
+                            let n = tracker.close(&id, REVOKED_REASON);
+                            if n > 0 {
+                                tracing::warn!(peer = %id, connections = n, "device revoked: connections closed");
+                            }
+                        }
+                        Verdict::Rescoped(line) => {
+                            tracker.close_line(&id, line, CLOSE_RESTART, SCOPE_CHANGED_REASON);
+                            tracing::info!(peer = %id, ?line, "device scope changed: connection restarted");
+                        }
+                        Verdict::AdminChanged => {
+                            tracker.close_line(&id, Line::Rpc, CLOSE_RESTART, ADMIN_CHANGED_REASON);
+                            tracing::info!(peer = %id, "device admin flag changed: relayed connection restarted");
+                        }
+                    }
                 }
             }
             Ok(Err(e)) => tracing::warn!(error = %e, "revocation check failed"),
             Err(e) => tracing::warn!(error = %e, "revocation check panicked"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(scope: Option<&str>, admin: bool) -> Grant {
+        Grant {
+            scope: scope.map(str::to_string),
+            admin,
+        }
+    }
+
+    #[test]
+    fn revocation_scope_and_admin_changes_are_judged_per_line() {
+        let full = grant(None, false);
+        assert_eq!(judge(Line::Sync, &full, None), Some(Verdict::Revoked));
+        assert_eq!(judge(Line::Rpc, &full, None), Some(Verdict::Revoked));
+        assert_eq!(judge(Line::Sync, &full, Some(&full)), None);
+        let narrowed = grant(Some("p"), false);
+        assert_eq!(
+            judge(Line::Sync, &full, Some(&narrowed)),
+            Some(Verdict::Rescoped(Line::Sync))
+        );
+        assert_eq!(
+            judge(Line::Rpc, &full, Some(&narrowed)),
+            Some(Verdict::Rescoped(Line::Rpc))
+        );
+        let admin = grant(None, true);
+        assert_eq!(judge(Line::Sync, &full, Some(&admin)), None, "sync ignores admin");
+        assert_eq!(
+            judge(Line::Rpc, &admin, Some(&full)),
+            Some(Verdict::AdminChanged)
+        );
     }
 }

@@ -140,6 +140,16 @@ enum DevicesCommand {
         /// A project (name or id): the device sees it and its children. `all`: everything.
         project: String,
     },
+    /// Let a device widen power through its relay (approve devices, set provider keys,
+    /// tool permissions, secrets, settings), or stop it. Its relayed connection is cut at
+    /// once either way. Only the owner sets this: no relayed request can.
+    Admin {
+        /// Node id (or a prefix of at least 4 characters).
+        id: String,
+        /// `on` or `off`.
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
     /// Revoke a device: its connections close at once and it is refused from now on.
     Revoke {
         /// Node id (or a prefix of at least 4 characters).
@@ -294,13 +304,14 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
                             (false, false) => "paired",
                         };
                         println!(
-                            "{}\t{}\t{}\tpaired {}\tlast seen {}\tscope {}",
+                            "{}\t{}\t{}\tpaired {}\tlast seen {}\tscope {}{}",
                             d.node_id,
                             d.name,
                             state,
                             fmt_time(Some(d.paired_at)),
                             fmt_time(d.last_seen),
-                            d.scope.as_deref().unwrap_or("all")
+                            d.scope.as_deref().unwrap_or("all"),
+                            if d.admin { "\tadmin" } else { "" }
                         );
                     }
                 }
@@ -385,6 +396,20 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
                         d.name,
                         d.node_id,
                         d.scope.as_deref().unwrap_or("everything")
+                    );
+                }
+                DevicesCommand::Admin { id, state } => {
+                    let d = reg.set_admin(&id, state == "on")?;
+                    println!(
+                        "{} ({}) fingerprint {} is {}",
+                        d.name,
+                        d.node_id,
+                        hearth_net::fingerprint_of_id(&d.node_id).unwrap_or_default(),
+                        if d.admin {
+                            "an admin device: it may approve devices and change keys, tools and settings"
+                        } else {
+                            "not an admin device"
+                        }
                     );
                 }
                 DevicesCommand::Revoke { id } => {

@@ -159,6 +159,19 @@ pub struct Device {
     pub revoked_at: Option<i64>,
     /// Whether it has a session open with the running hub.
     pub online: bool,
+    /// Whether the owner lets it widen power through the relay (approve devices, set
+    /// provider keys, tool permissions, secrets, settings). Set by the owner only.
+    pub admin: bool,
+}
+
+/// What a paired, unrevoked device may do now: read for every relayed request, never
+/// remembered from when it connected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// The project subtree it may reach (`None`: everything).
+    pub scope: Option<String>,
+    /// Whether it may widen power.
+    pub admin: bool,
 }
 
 /// A pairing request waiting for the owner.
@@ -279,6 +292,7 @@ fn device_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Device> {
         last_seen: r.get(4)?,
         revoked_at: r.get(5)?,
         online: r.get(6)?,
+        admin: r.get(7)?,
     })
 }
 
@@ -338,6 +352,23 @@ impl DeviceRegistry {
             )
             .optional()?
             .flatten())
+    }
+
+    /// What an allowed device may do now; `None` if it is not paired or is revoked.
+    pub fn grant(&self, node: &EndpointId) -> Result<Option<Grant>, DeviceError> {
+        let conn = self.lock();
+        Ok(conn
+            .query_row(
+                "SELECT scope, admin FROM devices WHERE node_id = ?1 AND revoked_at IS NULL",
+                [node.to_string()],
+                |r| {
+                    Ok(Grant {
+                        scope: r.get(0)?,
+                        admin: r.get(1)?,
+                    })
+                },
+            )
+            .optional()?)
     }
 
     /// Records that `node` was seen now.
@@ -664,7 +695,7 @@ impl DeviceRegistry {
         tx.execute(
             "INSERT INTO devices (node_id, name, scope, paired_at) VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT(node_id) DO UPDATE SET name = excluded.name, scope = excluded.scope,
-               paired_at = excluded.paired_at, revoked_at = NULL",
+               paired_at = excluded.paired_at, revoked_at = NULL, admin = 0",
             params![node_id, name, scope, now],
         )?;
         tx.commit()?;
@@ -683,7 +714,8 @@ impl DeviceRegistry {
             let conn = self.lock();
             conn.execute(
                 "INSERT INTO devices (node_id, name, scope, paired_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(node_id) DO UPDATE SET name = excluded.name, scope = excluded.scope, revoked_at = NULL",
+                 ON CONFLICT(node_id) DO UPDATE SET name = excluded.name, scope = excluded.scope,
+                   revoked_at = NULL, admin = 0",
                 params![node.to_string(), name, scope, now_ms()],
             )?;
         }
@@ -694,7 +726,7 @@ impl DeviceRegistry {
     pub fn get(&self, id: &str) -> Result<Device, DeviceError> {
         let conn = self.lock();
         let mut stmt = conn.prepare(
-            "SELECT node_id, name, scope, paired_at, last_seen, revoked_at, online FROM devices
+            "SELECT node_id, name, scope, paired_at, last_seen, revoked_at, online, admin FROM devices
              WHERE node_id LIKE ?1 || '%' LIMIT 2",
         )?;
         let rows: Vec<Device> = stmt
@@ -713,7 +745,7 @@ impl DeviceRegistry {
     pub fn list(&self) -> Result<Vec<Device>, DeviceError> {
         let conn = self.lock();
         let mut stmt = conn.prepare(
-            "SELECT node_id, name, scope, paired_at, last_seen, revoked_at, online FROM devices ORDER BY paired_at DESC",
+            "SELECT node_id, name, scope, paired_at, last_seen, revoked_at, online, admin FROM devices ORDER BY paired_at DESC",
         )?;
         let rows = stmt
             .query_map([], device_from_row)?
@@ -751,6 +783,18 @@ impl DeviceRegistry {
         self.lock().execute(
             "UPDATE devices SET scope = ?2 WHERE node_id = ?1",
             params![d.node_id, scope],
+        )?;
+        self.get(&d.node_id)
+    }
+
+    /// Lets a device widen power through the relay, or stops it. Only the owner calls
+    /// this (the hub's CLI, the owner's HTTP credential), never a relayed request; a
+    /// running hub cuts the device's relayed connection within a second.
+    pub fn set_admin(&self, id: &str, admin: bool) -> Result<Device, DeviceError> {
+        let d = self.get(id)?;
+        self.lock().execute(
+            "UPDATE devices SET admin = ?2 WHERE node_id = ?1",
+            params![d.node_id, admin],
         )?;
         self.get(&d.node_id)
     }
@@ -866,6 +910,35 @@ mod tests {
         r.revoke(&node.to_string()).expect("revoke");
         assert!(!r.is_allowed(&node).expect("allowed?"));
         assert!(r.is_revoked(&node).expect("revoked?"));
+    }
+
+    #[test]
+    fn grants_follow_revocation_and_admin_is_reset_by_pairing_again() {
+        let (_d, r) = registry();
+        let node = SecretKey::generate().public();
+        assert_eq!(r.grant(&node).expect("grant"), None, "never paired");
+        r.add(&node, "laptop", Some("abc")).expect("add");
+        assert_eq!(
+            r.grant(&node).expect("grant"),
+            Some(Grant {
+                scope: Some("abc".into()),
+                admin: false
+            })
+        );
+        let d = r.set_admin(&node.to_string(), true).expect("admin");
+        assert!(d.admin);
+        assert!(r.grant(&node).expect("grant").is_some_and(|g| g.admin));
+        r.revoke(&node.to_string()).expect("revoke");
+        assert_eq!(r.grant(&node).expect("grant"), None, "revoked");
+        // Paired again, it starts without the admin flag.
+        r.add(&node, "laptop", None).expect("add again");
+        assert_eq!(
+            r.grant(&node).expect("grant"),
+            Some(Grant {
+                scope: None,
+                admin: false
+            })
+        );
     }
 
     #[test]

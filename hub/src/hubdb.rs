@@ -3,7 +3,7 @@
 //! a busy timeout, foreign keys on), and one numbered migration list ([`MIGRATIONS`])
 //! creates every hub table: devices and pairing, messages and summaries, the audit log,
 //! tool permissions, usage, project updates, secrets, owner sessions and login links,
-//! runtime settings, archived conversations. A database whose schema version (`PRAGMA user_version`) is newer
+//! runtime settings, archived conversations, admin devices. A database whose schema version (`PRAGMA user_version`) is newer
 //! than this code knows is refused with a message naming both versions, before anything
 //! reads or migrates it. Also the small key-value table `hub_meta` (e.g. the `general`
 //! project's id).
@@ -185,6 +185,11 @@ CREATE TABLE conversation_state (
 CREATE INDEX audit_log_project ON audit_log(project, id);
 CREATE INDEX audit_log_at ON audit_log(at);
 CREATE INDEX usage_daily_project ON usage_daily(project, day);
+",
+    // 7: admin devices: a device the owner trusts to widen power (approve devices, set
+    // provider keys and tool permissions) through the relay.
+    "
+ALTER TABLE devices ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
 ",
 ];
 

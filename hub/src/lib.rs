@@ -13,6 +13,9 @@
 //! - [`projects`]: which project a name or id means; the `general` project by id;
 //! - [`pair_service`]: the `hearth/pair/1` handler (device codes);
 //! - [`sync_service`]: the `hearth/sync/N` handler (every version the hub speaks);
+//! - [`rpc_service`]: the `hearth/rpc/N` handler: requests a node relays from its UI,
+//!   checked against the device's current scope and admin flag, answered by the API's
+//!   own handlers, and the event stream;
 //! - [`versions_service`]: the unversioned `hearth/versions` handler (which versions the
 //!   hub speaks, for devices that share none);
 //! - [`hubdb`]: the one owner of `hub.db`: pragmas, the numbered migrations of every hub
@@ -43,6 +46,7 @@ pub mod hubdb;
 pub mod owner;
 pub mod pair_service;
 pub mod projects;
+pub mod rpc_service;
 pub mod secrets;
 pub mod settings;
 pub mod sync_service;
@@ -52,7 +56,7 @@ use std::{future::Future, net::SocketAddr};
 
 use std::sync::Arc;
 
-use hearth_protocol::{alpns, Family, VersionInfo, ALPN_VERSIONS};
+use hearth_protocol::{alpns, Family, VersionInfo, ALPN_VERSIONS, RPC_VERSIONS};
 use hearth_sync::DocumentStore;
 use iroh::protocol::Router;
 
@@ -173,7 +177,13 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     // TLS handshake picks the highest version a device shares.
     let sync_alpns = alpns(Family::Sync, &settings.sync_versions);
     let pair_alpns = alpns(Family::Pair, &settings.pair_versions);
-    let mut all_alpns: Vec<Vec<u8>> = sync_alpns.iter().chain(&pair_alpns).cloned().collect();
+    let rpc_alpns = alpns(Family::Rpc, RPC_VERSIONS);
+    let mut all_alpns: Vec<Vec<u8>> = sync_alpns
+        .iter()
+        .chain(&pair_alpns)
+        .chain(&rpc_alpns)
+        .cloned()
+        .collect();
     all_alpns.push(ALPN_VERSIONS.to_vec());
     let endpoint = hearth_net::bind_endpoint(
         secret,
@@ -205,9 +215,15 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     for alpn in pair_alpns {
         router = router.accept(alpn, pair.clone());
     }
+    // Answers 503 until the API's state exists (below).
+    let rpc = rpc_service::RpcService::new(registry.clone(), tracker.clone());
+    for alpn in rpc_alpns {
+        router = router.accept(alpn, rpc.clone());
+    }
     let versions = VersionInfo {
         sync: settings.sync_versions.clone(),
         pair: settings.pair_versions.clone(),
+        rpc: RPC_VERSIONS.to_vec(),
     };
     tracing::info!(sync = ?versions.sync, pair = ?versions.pair, "protocol versions");
     let router = router
@@ -283,6 +299,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
 
     let mut http = None;
     let mut http_addr = None;
+    let mut listener = None;
     if let Some(addr) = settings.http {
         if !addr.ip().is_loopback() {
             tracing::warn!(%addr, "the HTTP API listens beyond loopback: it speaks plain HTTP and must sit behind a TLS proxy");
@@ -291,10 +308,10 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
                  put it behind a TLS proxy, and list the proxy's host name with --http-host."
             );
         }
-        let listener = tokio::net::TcpListener::bind(addr)
+        let l = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| HubError::Http { addr, source })?;
-        let bound = listener
+        let bound = l
             .local_addr()
             .map_err(|source| HubError::Http { addr, source })?;
         http_addr = Some(bound);
@@ -302,21 +319,28 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         if let Err(e) = std::fs::write(settings.home.join("hub.http"), bound.to_string()) {
             tracing::warn!(error = %e, "cannot record the HTTP address in hub.http");
         }
-        let access = Arc::new(api::guard::Access::new(
-            token,
-            Arc::new(owner::OwnerSessions::open(&hub_db)?),
-            api::guard::cookie_name(&id.to_string()),
-            bound.port(),
-            settings.http_hosts.clone(),
-        ));
-        let app = api::router(api::ApiState {
-            store: store.clone(),
-            registry: registry.clone(),
-            tracker: tracker.clone(),
-            chat: chat.clone(),
-            runtime,
-            access,
-        });
+        listener = Some(l);
+    }
+    // Without an HTTP listener (port 0) the guard is never run: only relayed requests
+    // reach the API, through the rpc service's own checks.
+    let access = Arc::new(api::guard::Access::new(
+        token,
+        Arc::new(owner::OwnerSessions::open(&hub_db)?),
+        api::guard::cookie_name(&id.to_string()),
+        http_addr.map_or(0, |a| a.port()),
+        settings.http_hosts.clone(),
+    ));
+    let state = api::ApiState {
+        store: store.clone(),
+        registry: registry.clone(),
+        tracker: tracker.clone(),
+        chat: chat.clone(),
+        runtime,
+        access,
+    };
+    rpc.serve(state.clone());
+    if let Some(listener) = listener {
+        let app = api::router(state);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)

@@ -9,6 +9,10 @@
 //!   WebSocket with `after=<last seq>`. A project that does not exist is a 404 before
 //!   anything streams. (`channel` is accepted as the old name of `conversation`.)
 //! - `POST /chat/{conversation}/abort?project=…` stops that conversation's turn.
+//!
+//! A device relaying these (see `caller`) reaches only its scope: without `project` a
+//! scoped device chats in its scope root, not `general`; it lists only its subtree's
+//! approvals, and one outside it is not found.
 //! - `GET /approvals?waiting=true` (a page), `POST /approvals/{id} {approve, project?,
 //!   conversation?}`: the first answer wins (204); later ones get 409
 //!   `already_resolved` naming the outcome.
@@ -27,7 +31,7 @@ use serde_json::Value;
 
 use hearth_ui::{ApiRoutes, Verb};
 
-use super::{ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery};
+use super::{caller::Caller, ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery};
 use crate::agent::runner::{Approval, Decided};
 
 pub(super) fn routes() -> ApiRoutes<ApiState> {
@@ -63,8 +67,12 @@ struct ChatBody {
     channel: Option<String>,
 }
 
-async fn chat(State(s): State<ApiState>, ApiJson(body): ApiJson<ChatBody>) -> ApiResult<Response> {
-    let project = s.chat.resolve(body.project.as_deref()).await?;
+async fn chat(
+    State(s): State<ApiState>,
+    caller: Caller,
+    ApiJson(body): ApiJson<ChatBody>,
+) -> ApiResult<Response> {
+    let project = caller.project(&s, body.project.as_deref()).await?;
     let conversation = body
         .conversation
         .or(body.channel)
@@ -85,10 +93,11 @@ struct ProjectQuery {
 
 async fn abort(
     State(s): State<ApiState>,
+    caller: Caller,
     Path(conversation): Path<String>,
     ApiQuery(q): ApiQuery<ProjectQuery>,
 ) -> ApiResult<StatusCode> {
-    let project = s.chat.resolve(q.project.as_deref()).await?;
+    let project = caller.project(&s, q.project.as_deref()).await?;
     s.chat.agent.abort(project, &conversation);
     Ok(StatusCode::NO_CONTENT)
 }
@@ -129,12 +138,12 @@ impl From<Approval> for ApprovalDto {
 
 async fn list_approvals(
     State(s): State<ApiState>,
+    caller: Caller,
     ApiQuery(q): ApiQuery<ApprovalQuery>,
 ) -> ApiResult<Page<ApprovalDto>> {
+    let reach = caller.reach(&s.store).await?;
     let mut all = s.chat.agent.approvals();
-    if q.waiting == Some(true) {
-        all.retain(|a| a.resolution.is_none());
-    }
+    all.retain(|a| reach.contains(&a.project) && (q.waiting != Some(true) || a.resolution.is_none()));
     all.reverse(); // newest first
     let page = PageQuery {
         limit: q.limit,
@@ -153,11 +162,26 @@ struct Decision {
 
 async fn decide(
     State(s): State<ApiState>,
+    caller: Caller,
     Path(id): Path<String>,
     ApiJson(d): ApiJson<Decision>,
 ) -> ApiResult<StatusCode> {
+    let unknown = || ApiError::not_found(format!("no approval {id} (in this conversation)"));
+    // An approval outside a scoped device's subtree does not exist for it.
+    if caller.scope_root().is_some() {
+        let reach = caller.reach(&s.store).await?;
+        let mine = s
+            .chat
+            .agent
+            .approvals()
+            .iter()
+            .any(|a| a.id == id && reach.contains(&a.project));
+        if !mine {
+            return Err(unknown());
+        }
+    }
     let bound = match &d.conversation {
-        Some(c) => Some((s.chat.resolve(d.project.as_deref()).await?, c.as_str())),
+        Some(c) => Some((caller.project(&s, d.project.as_deref()).await?, c.as_str())),
         None => None,
     };
     match s.chat.agent.decide(&id, bound, d.approve) {
@@ -167,8 +191,6 @@ async fn decide(
             "already_resolved",
             format!("approval {id} was already resolved: {}", r.as_str()),
         )),
-        Decided::Unknown => Err(ApiError::not_found(format!(
-            "no approval {id} (in this conversation)"
-        ))),
+        Decided::Unknown => Err(unknown()),
     }
 }

@@ -1,9 +1,12 @@
 //! Device routes: paired devices and pairing decisions, for the UI and scripts.
 //!
 //! `GET /devices`, `GET /devices/pending` (pages), `POST /devices/approve`, `POST
-//! /devices/deny`, `PATCH /devices/{id}` (rename), `DELETE /devices/{id}` (revoke: the
-//! device's open connections close at once). Every route goes through the
-//! `DeviceRegistry`.
+//! /devices/deny`, `PATCH /devices/{id} {name?, scope? (a project id, or null: all),
+//! admin?}`, `DELETE /devices/{id}` (revoke: the device's open connections close at
+//! once). Every route goes through the `DeviceRegistry`. A change of scope or of the
+//! admin flag cuts the device's relayed connection within a second (the hub's device
+//! watcher). `admin` is the owner's alone: a relayed request that names it is refused
+//! (403 `owner_only`), whatever device it comes from.
 
 use axum::{
     extract::{Path, State},
@@ -14,7 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use hearth_ui::{ApiRoutes, Verb};
 
-use super::{blocking, ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery};
+use super::{
+    blocking, caller::Caller, ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery,
+};
 use crate::{
     access::{ConnectionTracker, REVOKED_REASON},
     devices::{Device, DeviceError},
@@ -38,7 +43,12 @@ pub(super) fn routes() -> ApiRoutes<ApiState> {
             approve,
         )
         .route(Verb::Post, "/devices/deny", "Deny a pairing request", deny)
-        .route(Verb::Patch, "/devices/{id}", "Rename a device", rename)
+        .route(
+            Verb::Patch,
+            "/devices/{id}",
+            "Rename a device or change its scope",
+            patch,
+        )
         .route(Verb::Delete, "/devices/{id}", "Revoke a device", revoke)
 }
 
@@ -53,6 +63,8 @@ struct DeviceDto {
     last_seen: Option<i64>,
     online: bool,
     revoked: bool,
+    /// Whether the owner lets it widen power through its relay.
+    admin: bool,
 }
 
 fn dto(d: Device, tracker: &ConnectionTracker) -> DeviceDto {
@@ -70,6 +82,7 @@ fn dto(d: Device, tracker: &ConnectionTracker) -> DeviceDto {
         last_seen: d.last_seen,
         online,
         revoked: d.revoked_at.is_some(),
+        admin: d.admin,
     }
 }
 
@@ -154,18 +167,58 @@ async fn deny(State(s): State<ApiState>, ApiJson(d): ApiJson<Decision>) -> ApiRe
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
-struct Rename {
-    name: String,
+/// `null` and absent differ: `Some(None)` clears.
+fn double_option<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
 }
 
-async fn rename(
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DevicePatch {
+    name: Option<String>,
+    /// A project id, or null for everything.
+    #[serde(default, deserialize_with = "double_option")]
+    scope: Option<Option<String>>,
+    admin: Option<bool>,
+}
+
+async fn patch(
     State(s): State<ApiState>,
+    caller: Caller,
     Path(id): Path<String>,
-    ApiJson(r): ApiJson<Rename>,
+    ApiJson(p): ApiJson<DevicePatch>,
 ) -> ApiResult<Json<DeviceDto>> {
+    if p.admin.is_some() && !caller.is_owner() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "owner_only",
+            "only the owner (on the hub, or with the owner's credential) gives or takes a device's admin flag",
+        ));
+    }
+    if let Some(Some(scope)) = &p.scope {
+        if scope.parse::<hearth_sync::DocId>().is_err() {
+            return Err(ApiError::bad_request(format!(
+                "scope {scope:?} is not a project id"
+            )));
+        }
+    }
     let reg = s.registry.clone();
-    let device = blocking(move || reg.rename(&id, &r.name)).await?;
+    let device = blocking(move || -> Result<Device, DeviceError> {
+        let mut d = reg.get(&id)?;
+        if let Some(name) = &p.name {
+            d = reg.rename(&d.node_id, name)?;
+        }
+        if let Some(scope) = &p.scope {
+            d = reg.set_scope(&d.node_id, scope.as_deref())?;
+        }
+        if let Some(admin) = p.admin {
+            d = reg.set_admin(&d.node_id, admin)?;
+        }
+        Ok(d)
+    })
+    .await?;
     Ok(Json(dto(device, &s.tracker)))
 }
 

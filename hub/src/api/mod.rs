@@ -9,7 +9,9 @@
 //! `spawn_blocking`; no handler holds a lock across an `.await`.
 //!
 //! Architecture Invariant: every route but `GET /api/v1/health` and the login link's
-//! `GET /api/v1/auth/login` needs the owner's credential, and every request, those two
+//! `GET /api/v1/auth/login` needs the owner's credential (or is a route of the relay
+//! table reached through `hearth/rpc/1` by a paired device, which [`caller`] checks
+//! against the device's current scope and admin flag), and every request, those two
 //! included, must name the hub in `Host` (and in `Origin`, when it changes state or
 //! upgrades to a WebSocket). The guard wraps the whole router, unknown paths included.
 //!
@@ -21,6 +23,7 @@
 //! served without being documented.
 
 mod auth;
+pub mod caller;
 mod chat;
 mod devices;
 mod errors;
@@ -106,6 +109,17 @@ pub fn router(state: ApiState) -> Router {
             guard::guard,
         ))
         .with_state(state)
+}
+
+/// The same routes for requests a device relays over `hearth/rpc/1`: relative to the
+/// API root and WITHOUT the owner's guard. The rpc service lets a request reach it only
+/// after its own checks (a paired, unrevoked device; a route of the relay table;
+/// [`caller::check_route`] on the device's current grant) and inserts the
+/// [`caller::RelayedDevice`] that the handlers' [`caller::Caller`] reads for object
+/// checks. Never served on a listener.
+pub fn relay_router(state: ApiState) -> Router {
+    let (api, _) = routes(&state).into_parts();
+    api.fallback(not_found).with_state(state)
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {

@@ -10,17 +10,23 @@
 //! - `GET /audit?project=&tool=&since=&until=&limit=&offset=` (`since`/`until` in ms)
 //! - `GET /usage?project=&model=&since=&until=&limit=&offset=` (days, `YYYY-MM-DD`)
 //! - `GET /updates?project=&limit=&offset=`
+//!
+//! A device relaying these (see `caller`) reaches only its scope's projects: a scoped
+//! device names a project of its subtree in the path, and lists usage one project of its
+//! subtree at a time (`project=` is required of it). The audit log is not open to it.
 
 use axum::{
     extract::{Path, State},
     Json,
 };
-use hearth_sync::{DocId, Project};
+use hearth_sync::DocId;
 use hearth_ui::{ApiRoutes, Verb};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{blocking, ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery};
+use super::{
+    blocking, caller::Caller, ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery,
+};
 use crate::agent::records::{self, AuditFilter, RowPage, UsageFilter, Window};
 
 pub(super) fn routes() -> ApiRoutes<ApiState> {
@@ -72,16 +78,6 @@ fn page<T, U>(p: RowPage<T>, w: Window, f: impl FnMut(T) -> U) -> Page<U> {
     }
 }
 
-/// The project named in the path: a live project's id, else 400/404.
-async fn project(state: &ApiState, given: &str) -> ApiResult<DocId> {
-    let id: DocId = given.parse()?;
-    let p = state.store.get::<Project>(id).await?;
-    if p.deleted {
-        return Err(ApiError::not_found(format!("no project {id}")));
-    }
-    Ok(id)
-}
-
 fn project_filter(given: Option<String>) -> ApiResult<Option<String>> {
     given
         .map(|p| p.parse::<DocId>().map(|id| id.to_string()))
@@ -109,11 +105,12 @@ struct ConversationDto {
 
 async fn list_conversations(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(given): Path<String>,
     ApiQuery(q): ApiQuery<ConversationQuery>,
 ) -> ApiResult<Page<ConversationDto>> {
     let w = window(q.limit, q.offset)?;
-    let project = project(&state, &given).await?.to_string();
+    let project = caller.project_id(&state, &given).await?.to_string();
     let agent = state.chat.agent.clone();
     let rows =
         blocking(move || agent.records(|c| records::conversations(c, &project, q.archived, w)))
@@ -144,11 +141,12 @@ struct MessageDto {
 
 async fn list_messages(
     State(state): State<ApiState>,
+    caller: Caller,
     Path((given, conversation)): Path<(String, String)>,
     ApiQuery(q): ApiQuery<WindowQuery>,
 ) -> ApiResult<Page<MessageDto>> {
     let w = window(q.limit, q.offset)?;
-    let project = project(&state, &given).await?.to_string();
+    let project = caller.project_id(&state, &given).await?.to_string();
     let agent = state.chat.agent.clone();
     let name = conversation.clone();
     let rows =
@@ -173,10 +171,11 @@ struct ConversationPatch {
 
 async fn patch_conversation(
     State(state): State<ApiState>,
+    caller: Caller,
     Path((given, conversation)): Path<(String, String)>,
     ApiJson(body): ApiJson<ConversationPatch>,
 ) -> ApiResult<Json<Value>> {
-    let project = project(&state, &given).await?.to_string();
+    let project = caller.project_id(&state, &given).await?.to_string();
     let agent = state.chat.agent.clone();
     let name = conversation.clone();
     let now = std::time::SystemTime::now()
@@ -290,11 +289,12 @@ fn day(field: &str, given: Option<String>) -> ApiResult<Option<String>> {
 
 async fn list_usage(
     State(state): State<ApiState>,
+    caller: Caller,
     ApiQuery(q): ApiQuery<UsageQuery>,
 ) -> ApiResult<Page<UsageDto>> {
     let w = window(q.limit, q.offset)?;
     let filter = UsageFilter {
-        project: project_filter(q.project)?,
+        project: caller.project_filter(&state, q.project).await?,
         model: q.model,
         since: day("since", q.since)?,
         until: day("until", q.until)?,
