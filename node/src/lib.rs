@@ -6,6 +6,10 @@
 //! - [`status`]: the last sync status `hearth run` saw, saved for `hearth status`;
 //! - [`sync_loop`]: keeps a replication session with the pinned hub open, reconnecting
 //!   with backoff, and reports milestones;
+//! - [`hub_link`]: the node's line to its hub's agent (`hearth/rpc/N`): relayed
+//!   requests and the hub's event stream, failing at once while the hub is unreachable;
+//! - [`relay_routes`]: the API routes the node relays to its hub (the shared table),
+//!   answering 503 `hub_unreachable` at once while the link is down;
 //! - [`cli`]: the `hearth` command line, one file per subcommand group.
 //!
 //! Architecture Invariant: the node only ever syncs with the hub it pinned at pairing (its
@@ -13,9 +17,12 @@
 
 pub mod cli;
 pub mod config;
+pub mod hub_link;
 pub mod pair;
+pub mod relay_routes;
 pub mod status;
 pub mod sync_loop;
 
 pub use config::{HubAddr, NodeConfig, NodeError};
+pub use hub_link::{HubLink, LinkError, LinkState, RelayedResponse};
 pub use sync_loop::{run_sync_loop, HubLocator, SyncStatus};

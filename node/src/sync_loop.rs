@@ -71,7 +71,9 @@ pub struct HubLocator {
 }
 
 impl HubLocator {
-    async fn locate(&self, after_failure: bool) -> EndpointAddr {
+    /// Where to dial the hub now: saved addresses and relay, plus what mDNS finds on
+    /// the LAN when `after_failure` (and mDNS is on).
+    pub async fn locate(&self, after_failure: bool) -> EndpointAddr {
         let mut addr = EndpointAddr::new(self.id);
         for a in &self.addrs {
             addr = addr.with_ip_addr(*a);
