@@ -212,6 +212,9 @@ impl HubLink {
             .conn
             .borrow()
             .clone()
+            // A connection that closed a moment ago, before the link's task noticed, is
+            // as unreachable as none.
+            .filter(|c| c.close_reason().is_none())
             .ok_or(LinkError::Unreachable)?;
         let io = |e: &dyn std::error::Error| LinkError::Connection(e.to_string());
         let head = async {

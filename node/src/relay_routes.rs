@@ -98,3 +98,80 @@ async fn forward(link: &HubLink, method: Method, uri: Uri, body: Bytes) -> Respo
     }
     resp
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use axum::http::Request;
+    use hearth_net::{NetSettings, NoHooks, RelaySetting};
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::HubLocator;
+
+    async fn offline_link() -> HubLink {
+        let net = NetSettings {
+            bind: "127.0.0.1:0".parse().expect("addr"),
+            relay: RelaySetting::Disabled,
+        };
+        let endpoint =
+            hearth_net::bind_endpoint(iroh::SecretKey::generate(), &net, Vec::new(), None::<NoHooks>)
+                .await
+                .expect("endpoint");
+        // A hub key nobody holds, at a loopback port nothing answers on.
+        let hub = HubLocator {
+            id: iroh::SecretKey::generate().public(),
+            addrs: vec!["127.0.0.1:9".parse().expect("addr")],
+            relay: None,
+            mdns: false,
+        };
+        HubLink::start(endpoint, hub)
+    }
+
+    #[tokio::test]
+    async fn every_forwarded_route_is_served_and_answers_503_at_once_while_offline() {
+        let link = offline_link().await;
+        let routes = relay_routes::<()>(link.clone());
+        let forwarded = RELAYED
+            .iter()
+            .filter(|r| r.kind == RelayKind::Forward)
+            .count();
+        assert_eq!(routes.ops().len(), forwarded);
+        assert!(
+            routes.ops().iter().all(|op| op.path != "/events"),
+            "the event stream is the node's own"
+        );
+        let app = axum::Router::new().nest(API_ROOT, routes.into_parts().0);
+        for (method, path) in [
+            ("POST", "/api/v1/chat"),
+            ("GET", "/api/v1/approvals?waiting=true"),
+            ("GET", "/api/v1/devices"),
+        ] {
+            let req = Request::builder()
+                .method(method)
+                .uri(path)
+                .header("content-type", "application/json")
+                .body(Body::from(r#"{"message":"hi"}"#))
+                .expect("request");
+            let started = Instant::now();
+            let resp = app.clone().oneshot(req).await.expect("infallible");
+            let took = started.elapsed();
+            assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE, "{path}");
+            assert!(took < Duration::from_millis(100), "{path} took {took:?}");
+            let body = resp.into_body().collect().await.expect("body").to_bytes();
+            let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+            assert_eq!(v["error"]["code"], "hub_unreachable", "{v}");
+        }
+        let big = Request::builder()
+            .method("POST")
+            .uri("/api/v1/chat")
+            .body(Body::from(vec![b' '; RPC_MAX_BODY + 1]))
+            .expect("request");
+        let resp = app.oneshot(big).await.expect("infallible");
+        assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        link.shutdown().await;
+        assert_eq!(*link.state().borrow(), crate::LinkState::Stopped);
+    }
+}
