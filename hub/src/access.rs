@@ -253,8 +253,8 @@ pub async fn watch_devices(
             continue;
         }
         let reg = registry.clone();
-        let verdicts = tokio::task::spawn_blocking(
-            move || -> Result<Vec<(EndpointId, Verdict)>, String> {
+        let verdicts =
+            tokio::task::spawn_blocking(move || -> Result<Vec<(EndpointId, Verdict)>, String> {
                 let mut now: HashMap<EndpointId, Option<Grant>> = HashMap::new();
                 let mut out = Vec::new();
                 for (id, line, then) in online {
@@ -271,9 +271,8 @@ pub async fn watch_devices(
                     }
                 }
                 Ok(out)
-            },
-        )
-        .await;
+            })
+            .await;
         match verdicts {
             Ok(Ok(verdicts)) => {
                 for (id, verdict) in verdicts {
@@ -328,7 +327,11 @@ mod tests {
             Some(Verdict::Rescoped(Line::Rpc))
         );
         let admin = grant(None, true);
-        assert_eq!(judge(Line::Sync, &full, Some(&admin)), None, "sync ignores admin");
+        assert_eq!(
+            judge(Line::Sync, &full, Some(&admin)),
+            None,
+            "sync ignores admin"
+        );
         assert_eq!(
             judge(Line::Rpc, &admin, Some(&full)),
             Some(Verdict::AdminChanged)

@@ -160,7 +160,8 @@ impl Relay {
     }
 
     async fn checked(&self, peer: EndpointId, req: RpcRequest) -> Result<Response, ApiError> {
-        req.check().map_err(|e| ApiError::bad_request(e.to_string()))?;
+        req.check()
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
         let verb = verb_of(req.method);
         let found = find_relayed(verb, req.path_only()).ok_or_else(|| {
             ApiError::new(

@@ -111,7 +111,10 @@ async fn hub() -> Hub {
 async fn json_of(resp: Response) -> (StatusCode, Value) {
     let status = resp.status();
     let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 impl Hub {
@@ -353,7 +356,11 @@ async fn widening_power_needs_an_admin_device_and_admin_is_the_owners() {
             format!("/projects/{work}/secrets/token"),
             Some(json!({ "value": "v" })),
         ),
-        (Patch, "/settings".into(), Some(json!({ "instructions": "x" }))),
+        (
+            Patch,
+            "/settings".into(),
+            Some(json!({ "instructions": "x" })),
+        ),
         (
             Patch,
             format!("/devices/{other}"),
@@ -369,7 +376,13 @@ async fn widening_power_needs_an_admin_device_and_admin_is_the_owners() {
         );
     }
     // Reading is fine for a full-scope device.
-    for path in ["/settings", "/devices", "/devices/pending", "/audit", "/usage"] {
+    for path in [
+        "/settings",
+        "/devices",
+        "/devices/pending",
+        "/audit",
+        "/usage",
+    ] {
         assert_eq!(h.code(plain, Get, path, None).await, "ok", "{path}");
     }
     // An admin device passes the policy (the code is unknown: the handler says so).
@@ -416,7 +429,11 @@ async fn widening_power_needs_an_admin_device_and_admin_is_the_owners() {
             Some(json!({ "admin": true })),
         )
         .await;
-    assert_eq!((s, v["admin"].clone()), (StatusCode::OK, json!(true)), "{v}");
+    assert_eq!(
+        (s, v["admin"].clone()),
+        (StatusCode::OK, json!(true)),
+        "{v}"
+    );
     // Every request is judged on the current grant: taking the flag takes effect at once.
     h.state
         .registry
@@ -445,10 +462,7 @@ async fn revoked_keys_and_unrelayed_routes_are_refused() {
     }
     let stranger = SecretKey::generate().public();
     assert_eq!(h.code(stranger, Get, "/settings", None).await, "revoked");
-    h.state
-        .registry
-        .revoke(&d.to_string())
-        .expect("revoke");
+    h.state.registry.revoke(&d.to_string()).expect("revoke");
     assert_eq!(h.code(d, Get, "/settings", None).await, "revoked");
     // Narrowing takes effect on the next request too.
     let n = h.device(None, false);
@@ -513,7 +527,9 @@ async fn the_event_stream_is_filtered_for_the_device() {
     let seen = lines(h.relayed(scoped, Get, "/events?after=0", None).await, 10).await;
     let texts: Vec<&str> = seen.iter().filter_map(|e| e["text"].as_str()).collect();
     assert_eq!(texts, ["in root", "in child"], "{seen:?}");
-    assert!(seen.iter().all(|e| e["type"] != "device" && e["type"] != "document"));
+    assert!(seen
+        .iter()
+        .all(|e| e["type"] != "device" && e["type"] != "document"));
     let seen = lines(h.relayed(full, Get, "/events?after=0", None).await, 10).await;
     let kinds: Vec<&str> = seen.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(kinds, ["text", "text", "text", "device"], "{seen:?}");
@@ -525,7 +541,10 @@ async fn the_event_stream_is_filtered_for_the_device() {
         10,
     )
     .await;
-    assert_eq!(rest.first().map(|e| e["text"].clone()), Some(json!("in child")));
+    assert_eq!(
+        rest.first().map(|e| e["text"].clone()),
+        Some(json!("in child"))
+    );
     assert_eq!(
         h.code(full, Get, "/events?after=x", None).await,
         "bad_request"

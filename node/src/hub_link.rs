@@ -242,10 +242,9 @@ impl HubLink {
             let (mut recv, mut buf) = state?;
             match read_response(&mut recv, &mut buf).await {
                 Ok(Some(RpcResponse::Chunk(bytes))) => Some((Ok(bytes), Some((recv, buf)))),
-                Ok(Some(RpcResponse::Head { .. })) => Some((
-                    Err(LinkError::Protocol("a second head".into())),
-                    None,
-                )),
+                Ok(Some(RpcResponse::Head { .. })) => {
+                    Some((Err(LinkError::Protocol("a second head".into())), None))
+                }
                 Ok(None) => None,
                 Err(e) => Some((Err(e), None)),
             }
@@ -286,7 +285,8 @@ async fn read_response(
         .map_err(|e| LinkError::Connection(e.to_string()))?;
     match frame {
         Some(resp) => {
-            resp.check().map_err(|e| LinkError::Protocol(e.to_string()))?;
+            resp.check()
+                .map_err(|e| LinkError::Protocol(e.to_string()))?;
             Ok(Some(resp))
         }
         None => Ok(None),

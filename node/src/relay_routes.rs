@@ -79,13 +79,15 @@ async fn forward(link: &HubLink, method: Method, uri: Uri, body: Bytes) -> Respo
     };
     let answer = match link.request(method, &path, body.to_vec()).await {
         Ok(a) => a,
-        Err(e @ LinkError::Request(_)) => return ApiError::bad_request(e.to_string()).into_response(),
+        Err(e @ LinkError::Request(_)) => {
+            return ApiError::bad_request(e.to_string()).into_response()
+        }
         Err(e) => return unreachable(&e).into_response(),
     };
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY);
     let event_stream = answer.content_type.starts_with("text/event-stream");
-    let mut resp = Body::from_stream(answer.body.map(|chunk| chunk.map(Bytes::from)))
-        .into_response();
+    let mut resp =
+        Body::from_stream(answer.body.map(|chunk| chunk.map(Bytes::from))).into_response();
     *resp.status_mut() = status;
     if let Ok(v) = HeaderValue::from_str(&answer.content_type) {
         if !answer.content_type.is_empty() {
@@ -116,10 +118,14 @@ mod tests {
             bind: "127.0.0.1:0".parse().expect("addr"),
             relay: RelaySetting::Disabled,
         };
-        let endpoint =
-            hearth_net::bind_endpoint(iroh::SecretKey::generate(), &net, Vec::new(), None::<NoHooks>)
-                .await
-                .expect("endpoint");
+        let endpoint = hearth_net::bind_endpoint(
+            iroh::SecretKey::generate(),
+            &net,
+            Vec::new(),
+            None::<NoHooks>,
+        )
+        .await
+        .expect("endpoint");
         // A hub key nobody holds, at a loopback port nothing answers on.
         let hub = HubLocator {
             id: iroh::SecretKey::generate().public(),

@@ -134,7 +134,9 @@ impl RpcRequest {
         if p.len() > RPC_MAX_PATH {
             return Err(RpcError::Path("too long"));
         }
-        if p.bytes().any(|b| b.is_ascii_control() || b == b'#' || b == b' ') {
+        if p.bytes()
+            .any(|b| b.is_ascii_control() || b == b'#' || b == b' ')
+        {
             return Err(RpcError::Path("control characters, spaces or a fragment"));
         }
         if self.body.len() > RPC_MAX_BODY {
@@ -350,7 +352,10 @@ mod tests {
             let raw = encode_frame(&head).expect("raw");
             assert_eq!(decode_response(&raw), Err(RpcError::Status(status)));
         }
-        for ct in ["a\r\nx-evil: 1".to_string(), "t".repeat(RPC_MAX_CONTENT_TYPE + 1)] {
+        for ct in [
+            "a\r\nx-evil: 1".to_string(),
+            "t".repeat(RPC_MAX_CONTENT_TYPE + 1),
+        ] {
             let head = RpcResponse::Head {
                 status: 200,
                 content_type: ct,

@@ -233,7 +233,11 @@ impl VersionInfo {
 impl fmt::Display for VersionInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "hearth-versions")?;
-        for (key, v) in [("sync", &self.sync), ("pair", &self.pair), ("rpc", &self.rpc)] {
+        for (key, v) in [
+            ("sync", &self.sync),
+            ("pair", &self.pair),
+            ("rpc", &self.rpc),
+        ] {
             // A side that speaks no rpc says nothing about it (as releases before it did).
             if key == "rpc" && v.is_empty() {
                 continue;

@@ -259,11 +259,8 @@ mod tests {
 
     #[test]
     fn paths_match_their_route_with_decoded_params() {
-        let m = find_relayed(
-            Verb::Get,
-            "/projects/0123/conversations/my%20chat/messages",
-        )
-        .expect("messages");
+        let m = find_relayed(Verb::Get, "/projects/0123/conversations/my%20chat/messages")
+            .expect("messages");
         assert_eq!(
             m.route.path,
             "/projects/{project}/conversations/{conversation}/messages"

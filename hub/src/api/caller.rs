@@ -302,7 +302,11 @@ mod tests {
             (Verb::Get, "/usage"),
             (Verb::Get, "/events"),
         ] {
-            assert_eq!(code(verb, path, &scoped), None, "{path}: object checks follow");
+            assert_eq!(
+                code(verb, path, &scoped),
+                None,
+                "{path}: object checks follow"
+            );
         }
     }
 

@@ -143,7 +143,9 @@ async fn list_approvals(
 ) -> ApiResult<Page<ApprovalDto>> {
     let reach = caller.reach(&s.store).await?;
     let mut all = s.chat.agent.approvals();
-    all.retain(|a| reach.contains(&a.project) && (q.waiting != Some(true) || a.resolution.is_none()));
+    all.retain(|a| {
+        reach.contains(&a.project) && (q.waiting != Some(true) || a.resolution.is_none())
+    });
     all.reverse(); // newest first
     let page = PageQuery {
         limit: q.limit,

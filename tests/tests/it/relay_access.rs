@@ -133,7 +133,10 @@ async fn the_hub_judges_every_relayed_request_on_the_devices_grant() -> anyhow::
     let hub_home = sub(&dir, "hub");
     let docs = NodeHome::new(&bins(), hub_home.clone())?; // `hearth` on the hub's store
     let work = docs.cli(&["project", "add", "work"])?.trim().to_string();
-    let personal = docs.cli(&["project", "add", "personal"])?.trim().to_string();
+    let personal = docs
+        .cli(&["project", "add", "personal"])?
+        .trim()
+        .to_string();
 
     let mut scoped = Device::new();
     scoped.pair(&hub_home, "work laptop", Some("work"))?;
@@ -167,7 +170,12 @@ async fn the_hub_judges_every_relayed_request_on_the_devices_grant() -> anyhow::
         );
     }
     // Nor settings, nor devices.
-    for path in ["/settings", "/settings/providers", "/devices", "/devices/pending"] {
+    for path in [
+        "/settings",
+        "/settings/providers",
+        "/devices",
+        "/devices/pending",
+    ] {
         assert_eq!(
             scoped.code(Get, path, None).await?,
             (403, "out_of_scope".into()),
@@ -200,7 +208,10 @@ async fn the_hub_judges_every_relayed_request_on_the_devices_grant() -> anyhow::
         admin.code(Post, "/devices/approve", Some(approve)).await?,
         (404, "not_found".into())
     );
-    assert_eq!(admin.code(Put, &tool, Some(allow)).await?, (200, "ok".into()));
+    assert_eq!(
+        admin.code(Put, &tool, Some(allow)).await?,
+        (200, "ok".into())
+    );
     // Nobody sets the admin flag through a relay.
     assert_eq!(
         admin
@@ -231,7 +242,11 @@ async fn the_hub_judges_every_relayed_request_on_the_devices_grant() -> anyhow::
 
     // Narrowing cuts it too; the device comes back under its new scope.
     let stream = admin.events().await?;
-    hub_cli(&bins(), &hub_home, &["devices", "scope", &admin.id(), "work"])?;
+    hub_cli(
+        &bins(),
+        &hub_home,
+        &["devices", "scope", &admin.id(), "work"],
+    )?;
     let took = ended(stream, Duration::from_secs(5)).await?;
     assert!(took < Duration::from_secs(2), "narrowing took {took:?}");
     // It reconnects by itself (meanwhile its requests fail at once), now scoped.
@@ -259,8 +274,7 @@ async fn the_hub_judges_every_relayed_request_on_the_devices_grant() -> anyhow::
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn with_the_hub_down_requests_fail_at_once_and_the_link_comes_back() -> anyhow::Result<()>
-{
+async fn with_the_hub_down_requests_fail_at_once_and_the_link_comes_back() -> anyhow::Result<()> {
     let dir = tempdir();
     let hub_home = sub(&dir, "hub");
     let hub_id = hub_cli(&bins(), &hub_home, &["id"])?.trim().to_string();
@@ -288,7 +302,10 @@ async fn with_the_hub_down_requests_fail_at_once_and_the_link_comes_back() -> an
     // The hub starts: the link comes back by itself.
     let mut hub = start_hub(&hub_home, port).await?;
     device.online(Duration::from_secs(10)).await?;
-    assert_eq!(device.code(Get, "/settings", None).await?, (200, "ok".into()));
+    assert_eq!(
+        device.code(Get, "/settings", None).await?,
+        (200, "ok".into())
+    );
     let events = device.link().events(None);
     tokio::pin!(events);
 
@@ -319,7 +336,11 @@ async fn with_the_hub_down_requests_fail_at_once_and_the_link_comes_back() -> an
     let _hub = start_hub(&hub_home, port).await?;
     device.online(Duration::from_secs(10)).await?;
     let other = SecretKey::generate().public().to_string();
-    hub_cli(&bins(), &hub_home, &["devices", "add", &other, "--name", "phone"])?;
+    hub_cli(
+        &bins(),
+        &hub_home,
+        &["devices", "add", &other, "--name", "phone"],
+    )?;
     let ev = tokio::time::timeout(Duration::from_secs(10), async {
         while let Some(ev) = events.next().await {
             if ev["type"] == "device" && ev["id"] == other.as_str() {
@@ -329,7 +350,10 @@ async fn with_the_hub_down_requests_fail_at_once_and_the_link_comes_back() -> an
         None
     })
     .await?;
-    assert!(ev.is_some(), "the resumed event stream carries a device event");
+    assert!(
+        ev.is_some(),
+        "the resumed event stream carries a device event"
+    );
     device.link().shutdown().await;
     Ok(())
 }
