@@ -229,6 +229,7 @@ async fn the_hub_judges_every_relayed_request_on_the_devices_grant() -> anyhow::
     let started = Instant::now();
     hub_cli(&bins(), &hub_home, &["devices", "revoke", &plain.id()])?;
     let took = ended(stream, Duration::from_secs(5)).await?;
+    eprintln!("revocation ended the relayed event stream in {took:?}");
     assert!(took < Duration::from_secs(2), "revocation took {took:?}");
     let next = plain.code(Get, "/settings", None).await;
     assert!(
@@ -248,6 +249,7 @@ async fn the_hub_judges_every_relayed_request_on_the_devices_grant() -> anyhow::
         &["devices", "scope", &admin.id(), "work"],
     )?;
     let took = ended(stream, Duration::from_secs(5)).await?;
+    eprintln!("narrowing ended the relayed event stream in {took:?}");
     assert!(took < Duration::from_secs(2), "narrowing took {took:?}");
     // It reconnects by itself (meanwhile its requests fail at once), now scoped.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -295,13 +297,19 @@ async fn with_the_hub_down_requests_fail_at_once_and_the_link_comes_back() -> an
             .expect_err("no hub");
         let took = started.elapsed();
         assert!(matches!(err, LinkError::Unreachable), "{err}");
+        eprintln!("a request with no hub failed in {took:?}");
         assert!(took < Duration::from_millis(100), "took {took:?}");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 
     // The hub starts: the link comes back by itself.
     let mut hub = start_hub(&hub_home, port).await?;
+    let started = Instant::now();
     device.online(Duration::from_secs(10)).await?;
+    eprintln!(
+        "the link was back {:?} after the hub's ready line",
+        started.elapsed()
+    );
     assert_eq!(
         device.code(Get, "/settings", None).await?,
         (200, "ok".into())
