@@ -175,11 +175,6 @@ impl HubLink {
         self.shared.state.clone()
     }
 
-    /// Whether the link is connected now.
-    pub fn is_online(&self) -> bool {
-        matches!(*self.shared.state.borrow(), LinkState::Online { .. })
-    }
-
     /// Closes the connection and stops dialing; open requests end with an error.
     pub async fn shutdown(&self) {
         let _ = self.shared.stop.send(true);
