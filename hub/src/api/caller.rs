@@ -56,11 +56,12 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        if parts.extensions.get::<Principal>().is_some() {
-            return Ok(Caller::Owner);
-        }
+        // The device first: a request carrying both is judged by the narrower grant.
         if let Some(device) = parts.extensions.get::<RelayedDevice>() {
             return Ok(Caller::Device(device.clone()));
+        }
+        if parts.extensions.get::<Principal>().is_some() {
+            return Ok(Caller::Owner);
         }
         // Only a wiring mistake gets here: refuse rather than guess.
         Err(ApiError::internal(
