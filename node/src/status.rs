@@ -1,7 +1,8 @@
 //! The node's last sync status, saved by `hearth run` in `$HEARTH_HOME/status.json` so
 //! `hearth status` (another process) can say what is going on: connected on which
 //! protocol version, caught up, disconnected and why, or unable to sync with its hub
-//! because one side must be updated.
+//! because one side must be updated; and whether the connection runs direct or through
+//! the hub's relay.
 //!
 //! Holds no secrets and decides nothing; a missing or unreadable file just means "unknown".
 
@@ -22,6 +23,9 @@ pub struct SavedStatus {
     /// The `hearth/sync/N` version of the current or last session.
     #[serde(default)]
     pub version: Option<u16>,
+    /// The path of the current connection: `direct` or `relay`.
+    #[serde(default)]
+    pub path: Option<String>,
     /// When this was saved, ms since the Unix epoch.
     pub at_ms: i64,
     /// The `hearth run` process that saved it.
@@ -36,10 +40,18 @@ impl SavedStatus {
     /// What to save for `status`, given the last saved one (the version carries over);
     /// `None` for transient states not worth a write.
     pub fn from_sync(status: &SyncStatus, last: &SavedStatus) -> Option<Self> {
+        let mut path = None;
         let (state, detail, version) = match status {
             SyncStatus::Connecting => return None,
             SyncStatus::Connected { version } => ("connected", None, Some(*version)),
-            SyncStatus::CaughtUp { .. } => ("caught-up", None, last.version),
+            SyncStatus::Path { path: now } => {
+                path = Some(now.to_string());
+                (last.state.as_str(), last.detail.clone(), last.version)
+            }
+            SyncStatus::CaughtUp { .. } => {
+                path = last.path.clone();
+                ("caught-up", None, last.version)
+            }
             SyncStatus::Disconnected { reason, .. } => {
                 ("disconnected", Some(reason.clone()), last.version)
             }
@@ -51,6 +63,7 @@ impl SavedStatus {
             state: state.into(),
             detail,
             version,
+            path,
             at_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_millis() as i64)

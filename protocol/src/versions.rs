@@ -16,7 +16,8 @@ use std::fmt;
 /// The `hearth/sync/N` versions this build speaks, oldest first.
 pub const SYNC_VERSIONS: &[u16] = &[1];
 /// The `hearth/pair/N` versions this build speaks, oldest first.
-pub const PAIR_VERSIONS: &[u16] = &[1];
+/// `2` adds the hub's relay to the approval (see `PairResponse::ApprovedWithRelay`).
+pub const PAIR_VERSIONS: &[u16] = &[1, 2];
 
 /// ALPN of the unversioned exchange of supported versions; open to any key, it reveals
 /// nothing but version numbers.
