@@ -14,13 +14,18 @@
 //! ```
 //! The node has a host route to the relay's 10.203.1.1 only; neither side has a route to
 //! the other until the direct link appears.
+//!
+//! Also, on 127.0.0.1: a hub and a node one `hearth/pair/N` version apart still pair, and
+//! only `hearth/pair/2` brings the hub's relay in the pairing answer.
 
 use std::{
     process::Command,
     time::{Duration, Instant},
 };
 
-use hearth_tests::{eventually, hub_cli, Binaries, NodeHome, Proc};
+use hearth_net::PairTicket;
+use hearth_tests::{eventually, hub_cli, Binaries, HubProc, NodeHome, Proc};
+use iroh_tickets::Ticket;
 
 use crate::{bins, sub, tempdir};
 
@@ -285,5 +290,77 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
     );
     drop((node, pairing, hub, relay));
     drop(away);
+    Ok(())
+}
+
+/// Pairs a node offering `node_pair` with a hub serving `hub_pair` whose relay is
+/// `relay`, with a ticket stripped of its relay so that only the pairing answer can bring
+/// it; returns the relay the node saved.
+fn pair_one_version_apart(
+    dir: &tempfile::TempDir,
+    hub_pair: &str,
+    node_pair: &str,
+    relay: &str,
+) -> anyhow::Result<Option<String>> {
+    let bins = bins();
+    let hub_home = sub(dir, &format!("hub-{hub_pair}-{node_pair}"));
+    let hub = HubProc::start_with_env(
+        &bins,
+        &hub_home,
+        0,
+        &[("HEARTH_RELAY", relay), ("HEARTH_PAIR_VERSIONS", hub_pair)],
+    )?;
+    let text = hub_cli(&bins, &hub_home, &["ticket"])?;
+    let mut ticket = PairTicket::decode_string(text.trim())?;
+    ticket.addr = iroh::EndpointAddr::from_parts(
+        ticket.addr.id,
+        ticket
+            .addr
+            .ip_addrs()
+            .map(|a| iroh::TransportAddr::Ip(*a))
+            .collect::<Vec<_>>(),
+    );
+    let node_home = sub(dir, &format!("node-{hub_pair}-{node_pair}"));
+    let mut c = node_cmd(&bins, &node_home);
+    c.env("HEARTH_PAIR_VERSIONS", node_pair).args([
+        "pair",
+        "--ticket",
+        &ticket.encode_string(),
+        "--name",
+        "laptop",
+    ]);
+    let pairing = Proc::spawn("pair", c, node_home.join("pair.stderr"))?;
+    let line = pairing.wait_line(WAIT, |l| l.starts_with("hearth pair code="))?;
+    let code = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("code="))
+        .unwrap_or_default()
+        .to_string();
+    hub_cli(&bins, &hub_home, &["devices", "approve", &code])?;
+    pairing.wait_line(WAIT, |l| l.starts_with("hearth paired"))?;
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(node_home.join("node.json"))?)?;
+    drop((pairing, hub));
+    Ok(saved["hub"]["relay"].as_str().map(str::to_string))
+}
+
+#[test]
+fn hub_and_node_one_pairing_version_apart_pair_and_only_pair_2_brings_the_relay(
+) -> anyhow::Result<()> {
+    let dir = tempdir();
+    let mut c = bins().relay();
+    c.args(["--bind", "127.0.0.1:0"]);
+    let relay = Proc::spawn("relay", c, sub(&dir, "relay.stderr"))?;
+    let ready = relay.wait_line(WAIT, |l| l.starts_with("relay ready"))?;
+    let url = ready
+        .strip_prefix("relay ready url=")
+        .unwrap_or_default()
+        .to_string();
+    let expected = Some(format!("{url}/"));
+    assert_eq!(pair_one_version_apart(&dir, "1,2", "1,2", &url)?, expected);
+    // An older hub (pair 1) approves without naming its relay; an older node is answered
+    // in pair 1's words. Both pair.
+    assert_eq!(pair_one_version_apart(&dir, "1", "1,2", &url)?, None);
+    assert_eq!(pair_one_version_apart(&dir, "1,2", "1", &url)?, None);
     Ok(())
 }
