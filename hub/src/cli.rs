@@ -455,7 +455,10 @@ async fn run(home: PathBuf, args: crate::settings::ProcessArgs) -> anyhow::Resul
             .map(|a| a.to_string())
             .unwrap_or_else(|| "off".into())
     );
-    println!("{}", crate::settings::away_from_home_notice(&settings_relay));
+    println!(
+        "{}",
+        crate::settings::away_from_home_notice(&settings_relay)
+    );
     hub.run_until(hearth_net::shutdown_signal()).await;
     Ok(())
 }

@@ -649,11 +649,20 @@ mod tests {
     fn the_away_from_home_notice_says_whether_laptops_reach_the_hub_and_how_to_change_it() {
         let off = away_from_home_notice(&RelaySetting::Disabled);
         assert!(off.contains("only on the same network"), "{off}");
-        assert!(off.contains("--relay default") && off.contains("--relay <URL"), "{off}");
+        assert!(
+            off.contains("--relay default") && off.contains("--relay <URL"),
+            "{off}"
+        );
         let mine: RelaySetting = "https://relay.example.org".parse().expect("url");
         let on = away_from_home_notice(&mine);
-        assert!(on.contains("through your relay https://relay.example.org"), "{on}");
-        assert!(on.contains("from anywhere") && on.contains("never content"), "{on}");
+        assert!(
+            on.contains("through your relay https://relay.example.org"),
+            "{on}"
+        );
+        assert!(
+            on.contains("from anywhere") && on.contains("never content"),
+            "{on}"
+        );
         assert!(on.contains("--relay off"), "{on}");
         let public = away_from_home_notice(&RelaySetting::Default);
         assert!(public.contains("iroh's public relays") && public.contains("from anywhere"));

@@ -30,8 +30,8 @@ pub use fingerprint::{fingerprint, fingerprint_of_id};
 pub use identity::{load_or_create_secret_key, IdentityError};
 pub use path::{current_path, watch_path, ConnPath};
 pub use sync_conn::{
-    accept_sync, answer_versions, ask_versions, connect_sync, connect_versioned, dial_sync, run_dialed_sync,
-    SyncConnError,
+    accept_sync, answer_versions, ask_versions, connect_sync, connect_versioned, dial_sync,
+    run_dialed_sync, SyncConnError,
 };
 pub use ticket::PairTicket;
 

@@ -473,7 +473,8 @@ mod tests {
             relay: Some(relay.into()),
         };
         let any = "127.0.0.1:0".parse().expect("addr");
-        let (router, hub) = scripted_hub(any, 2, vec![code(), with_relay("http://10.9.9.9:3340")]).await;
+        let (router, hub) =
+            scripted_hub(any, 2, vec![code(), with_relay("http://10.9.9.9:3340")]).await;
         let (outcome, _, _) = pair(hub, options(false, Duration::from_secs(5))).await;
         let _ = router.shutdown().await;
         assert_eq!(

@@ -97,9 +97,12 @@ mod tests {
         };
         assert_eq!(postcard::to_allocvec(&v2).expect("encode")[0], 7);
         let frame = encode_frame(&v2).expect("frame");
-        assert_eq!(decode_frame::<PairResponse>(&frame)
+        assert_eq!(
+            decode_frame::<PairResponse>(&frame)
                 .expect("decode")
                 .expect("whole frame")
-                .0, v2);
+                .0,
+            v2
+        );
     }
 }

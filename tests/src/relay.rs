@@ -33,7 +33,9 @@ pub fn main_with_args(args: &[std::ffi::OsString]) -> anyhow::Result<()> {
         let server = Server::spawn(config)
             .await
             .with_context(|| format!("starting the relay on {bind}"))?;
-        let addr = server.http_addr().context("the relay has no HTTP address")?;
+        let addr = server
+            .http_addr()
+            .context("the relay has no HTTP address")?;
         println!("relay ready url=http://{addr}");
         hearth_net::shutdown_signal().await;
         server.shutdown().await.context("stopping the relay")?;

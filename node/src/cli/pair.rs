@@ -2,7 +2,9 @@
 //!
 //! Shows the hub's name and key fingerprint and this device's own fingerprint, so the
 //! owner can check both ends (`hearth-hub ticket` and `hearth-hub devices approve` print
-//! the same fingerprints). Never pins a hub the pairing client did not accept.
+//! the same fingerprints). Never pins a hub the pairing client did not accept. Dials
+//! through the hub's relay (from the ticket) unless `--relay` says otherwise, keeps
+//! dialing a hub that is starting (`--wait`), and saves the relay the hub named.
 
 use std::{net::SocketAddr, path::Path, time::Duration};
 
@@ -162,11 +164,7 @@ pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> 
         .collect();
     let mut config = NodeConfig::load(home)?;
     // What the hub said at approval wins over the ticket (its relay may have changed).
-    let relay = paired
-        .relay
-        .clone()
-        .or(hub_relay)
-        .map(|u| u.to_string());
+    let relay = paired.relay.clone().or(hub_relay).map(|u| u.to_string());
     config.hub = Some(HubAddr {
         id: hub.id.to_string(),
         addrs,

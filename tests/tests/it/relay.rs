@@ -100,7 +100,10 @@ impl Away {
 
     /// A veth pair `a` ↔ `b`, each `(name prefix, namespace, address)`.
     fn link(&self, a: (&str, &str, &str), b: (&str, &str, &str)) -> anyhow::Result<()> {
-        let (an, bn) = (format!("{}{}", a.0, self.tag), format!("{}{}", b.0, self.tag));
+        let (an, bn) = (
+            format!("{}{}", a.0, self.tag),
+            format!("{}{}", b.0, self.tag),
+        );
         ip(&["link", "add", &an, "type", "veth", "peer", "name", &bn])?;
         for ((_, ns, addr), dev) in [(a, &an), (b, &bn)] {
             ip(&["link", "set", dev, "netns", ns])?;
@@ -223,7 +226,8 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
         l.starts_with("Away from home")
     })?;
     assert!(
-        notice.contains(&format!("through your relay {RELAY_URL}")) && notice.contains("from anywhere"),
+        notice.contains(&format!("through your relay {RELAY_URL}"))
+            && notice.contains("from anywhere"),
         "{notice}"
     );
     // A ticket right after start: the hub may not have reached its relay yet, the
