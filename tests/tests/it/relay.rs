@@ -104,6 +104,8 @@ impl Away {
             format!("{}{}", a.0, self.tag),
             format!("{}{}", b.0, self.tag),
         );
+        // A run killed between these two steps leaves the pair in this namespace.
+        let _ = ip(&["link", "del", &an]);
         ip(&["link", "add", &an, "type", "veth", "peer", "name", &bn])?;
         for ((_, ns, addr), dev) in [(a, &an), (b, &bn)] {
             ip(&["link", "set", dev, "netns", ns])?;
@@ -230,6 +232,8 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
             && notice.contains("from anywhere"),
         "{notice}"
     );
+    // The log says it too.
+    eventually(WAIT, || Ok(hub.stderr_text().contains(&notice)))?;
     // A ticket right after start: the hub may not have reached its relay yet, the
     // ticket names it all the same.
     let mut c = hub_cmd(&host, &hub_home);
