@@ -89,3 +89,68 @@ impl SavedStatus {
         serde_json::from_slice(&text).ok()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hearth_net::ConnPath;
+
+    #[test]
+    fn the_path_is_kept_while_connected_and_cleared_on_disconnect() {
+        let step = |status: SyncStatus, last: &SavedStatus| {
+            SavedStatus::from_sync(&status, last).expect("saved")
+        };
+        let s = step(
+            SyncStatus::Connected { version: 1 },
+            &SavedStatus::default(),
+        );
+        assert_eq!((s.state.as_str(), s.path.as_deref()), ("connected", None));
+        let s = step(
+            SyncStatus::Path {
+                path: ConnPath::Relay,
+            },
+            &s,
+        );
+        assert_eq!(
+            (s.state.as_str(), s.path.as_deref()),
+            ("connected", Some("relay"))
+        );
+        let s = step(
+            SyncStatus::CaughtUp {
+                received_whole: 0,
+                sent_whole: 0,
+                synced: 0,
+                ms: 1,
+                tx_bytes: 0,
+                rx_bytes: 0,
+            },
+            &s,
+        );
+        assert_eq!(
+            (s.state.as_str(), s.path.as_deref()),
+            ("caught-up", Some("relay"))
+        );
+        let s = step(
+            SyncStatus::Path {
+                path: ConnPath::Direct,
+            },
+            &s,
+        );
+        assert_eq!(
+            (s.state.as_str(), s.path.as_deref()),
+            ("caught-up", Some("direct"))
+        );
+        assert_eq!(s.version, Some(1));
+        let s = step(
+            SyncStatus::Disconnected {
+                reason: "gone".into(),
+                retry_in: std::time::Duration::from_secs(1),
+            },
+            &s,
+        );
+        assert_eq!(
+            (s.state.as_str(), s.path.as_deref()),
+            ("disconnected", None)
+        );
+    }
+}

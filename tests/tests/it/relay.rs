@@ -6,7 +6,8 @@
 //! it to the node, which uses it with no flag of its own. `hearth pair` is started while
 //! the hub is down and keeps trying until the hub is back; notes then sync both ways
 //! through the relay; then a direct link between the two namespaces appears and the
-//! node's connection moves to it by itself (`hearth path=direct`), still syncing.
+//! node's connection moves to it by itself (`hearth path=direct`), still syncing; when
+//! the link goes again, traffic falls back to the relay (`hearth path=relay`).
 //!
 //! ```text
 //!   hub ns 10.203.1.2 ── 10.203.1.1 relay ns 10.203.2.1 ── 10.203.2.2 node ns
@@ -121,6 +122,17 @@ impl Away {
             ("hd", &self.hub_ns, "10.203.3.1/24"),
             ("nd", &self.node_ns, "10.203.3.2/24"),
         )
+    }
+
+    /// The laptop leaves home again.
+    fn remove_direct_link(&self) -> anyhow::Result<()> {
+        ip(&[
+            "-n",
+            &self.hub_ns,
+            "link",
+            "del",
+            &format!("hd{}", self.tag),
+        ])
     }
 
     fn remove(&self) {
@@ -296,6 +308,19 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
         "the move kept the session: {:?}",
         node.stdout_lines()
     );
+
+    // The laptop leaves again: the direct link goes and traffic falls back to the relay.
+    let unlinked_at = Instant::now();
+    away.remove_direct_link()?;
+    eventually(WAIT, || {
+        Ok(node.stdout_lines().last().map(String::as_str) == Some("hearth path=relay"))
+    })
+    .map_err(|e| anyhow::anyhow!("back to the relay: {e}; stdout: {:?}", node.stdout_lines()))?;
+    eprintln!(
+        "relay test: back on the relay {} s after the link went",
+        unlinked_at.elapsed().as_secs_f32()
+    );
+    note_travels(&hub_docs, &laptop, "from home, through the relay again")?;
     drop((node, pairing, hub, relay));
     drop(away);
     Ok(())
