@@ -231,11 +231,22 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
             let text = std::fs::read_to_string(home.join("hub.addr")).context(
                 "the hub has not run yet in this data directory: start `hearth-hub` first",
             )?;
-            let addr: iroh::EndpointAddr =
+            let mut addr: iroh::EndpointAddr =
                 serde_json::from_str(&text).context("reading hub.addr")?;
+            let settings = crate::settings::load(home.clone(), cli.run)?;
+            // A hub that has not reached its relay yet (it takes a few seconds) still
+            // hands out the relay it was told to use, so the ticket works away from home.
+            if addr.relay_urls().next().is_none() {
+                if let Some(url) = settings.net.relay.custom_url() {
+                    addr = addr.with_relay_url(url.clone());
+                }
+            }
             let secret = registry()?.issue_ticket()?;
-            let name = crate::settings::load(home.clone(), cli.run)?.name;
-            let ticket = PairTicket { addr, name, secret };
+            let ticket = PairTicket {
+                addr,
+                name: settings.name,
+                secret,
+            };
             let fingerprint = hearth_net::fingerprint(ticket.addr.id.as_bytes());
             println!("{}", ticket.encode_string());
             eprintln!(
@@ -243,6 +254,19 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
                  It will show this hub as \"{}\" with fingerprint {fingerprint}.",
                 ticket.name
             );
+            let relay = ticket.addr.relay_urls().next().cloned();
+            match relay {
+                Some(url) => eprintln!(
+                    "The ticket works away from home too, through the relay {url}."
+                ),
+                None if settings.net.relay == hearth_net::RelaySetting::Default => eprintln!(
+                    "The hub has not reached iroh's public relays yet, so this ticket works \
+                     only on the hub's network: wait a few seconds and run `hearth-hub ticket` again."
+                ),
+                None => eprintln!(
+                    "The ticket works only on the hub's network: relays are off (see `--relay`)."
+                ),
+            }
         }
         Command::Chat {
             project,
@@ -443,16 +467,22 @@ fn resolve_project(home: &std::path::Path, what: &str) -> anyhow::Result<String>
 
 async fn run(home: PathBuf, args: crate::settings::ProcessArgs) -> anyhow::Result<()> {
     let settings = crate::settings::load(home, args)?;
+    let settings_relay = settings.net.relay.clone();
     let hub = crate::launch(settings).await.context("starting the hub")?;
     let addrs: Vec<String> = hub.sync_addrs.iter().map(ToString::to_string).collect();
     // One machine-readable line for scripts and tests; logs go to stderr.
+    let relay = settings_relay.to_string();
     println!(
-        "hearth-hub ready id={} sync={} http={}",
+        "hearth-hub ready id={} sync={} http={} relay={relay}",
         hub.id,
         addrs.join(","),
         hub.http_addr
             .map(|a| a.to_string())
             .unwrap_or_else(|| "off".into())
+    );
+    println!(
+        "{}",
+        crate::settings::away_from_home_notice(&settings_relay)
     );
     hub.run_until(hearth_net::shutdown_signal()).await;
     Ok(())

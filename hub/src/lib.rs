@@ -11,7 +11,8 @@
 //! - [`access`]: the handshake hook that refuses unpaired and revoked keys, and the
 //!   tracker that cuts revoked devices off;
 //! - [`projects`]: which project a name or id means; the `general` project by id;
-//! - [`pair_service`]: the `hearth/pair/1` handler (device codes);
+//! - [`pair_service`]: the `hearth/pair/N` handler (device codes; on `/2` the approval
+//!   names the hub's relay);
 //! - [`sync_service`]: the `hearth/sync/N` handler (every version the hub speaks);
 //! - [`rpc_service`]: the `hearth/rpc/N` handler: requests a node relays from its UI,
 //!   checked against the device's current scope and admin flag, answered by the API's
@@ -201,11 +202,21 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         settings.home.join("hub.addr"),
     ));
     let sync = sync_service::SyncService::new(store.clone(), tracker.clone(), registry.clone());
+    // Approvals name the relay the hub is on now (its home relay once connected), or the
+    // one the owner configured while the hub is still reaching it.
+    let configured_relay = settings.net.relay.custom_url().cloned();
+    let addr_watch = endpoint.watch_addr();
     let pair = pair_service::PairService::new(
         registry.clone(),
         settings.name.clone(),
         settings.pair_require_ticket,
-    );
+    )
+    .with_relay(move || {
+        use iroh::Watcher;
+        let now = addr_watch.clone().get();
+        let home = now.relay_urls().next().cloned();
+        home.or(configured_relay.clone())
+    });
     let mut router = Router::builder(endpoint)
         // Turns away pairing floods at their first packet; other ALPNs pass.
         .incoming_filter(pair.incoming_filter());
@@ -357,6 +368,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     // Started last, once nothing above can fail (its relays hold the stream).
     events.start(store.clone(), registry.clone());
     tracing::info!(%id, ?sync_addrs, ?http_addr, relay = %settings.net.relay, "hub started");
+    tracing::info!("{}", settings::away_from_home_notice(&settings.net.relay));
     Ok(Hub {
         id,
         sync_addrs,

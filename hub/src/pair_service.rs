@@ -1,4 +1,4 @@
-//! The `hearth/pair/1` protocol handler: device-code pairing, open to any key.
+//! The `hearth/pair/N` protocol handler: device-code pairing, open to any key.
 //!
 //! Every key that reaches the hub's UDP port may open this ALPN, so the handler treats
 //! each connection as an adversary's. [`PairGate`] caps pairing connections overall, per
@@ -12,7 +12,8 @@
 //! `PAIR_MAX_FRAME`. One stream per attempt: the node sends `Start`, gets a code, then
 //! polls until the owner decides or the code expires. Every decision goes through [`DeviceRegistry`]; this
 //! handler never keeps pairing state beyond the code of its one connection, and never
-//! spawns a task of its own.
+//! spawns a task of its own. On `hearth/pair/2` the approval also names the hub's relay
+//! ([`PairService::with_relay`]), so a device paired at home reaches its hub away from it.
 
 use std::{
     collections::HashMap,
@@ -27,6 +28,7 @@ use hearth_sync::read_frame;
 use iroh::{
     endpoint::{Accepting, Connection, Incoming, IncomingAddr, SendStream},
     protocol::{AcceptError, IncomingFilter, IncomingFilterOutcome, ProtocolHandler},
+    RelayUrl,
 };
 use tokio::sync::Notify;
 
@@ -309,6 +311,17 @@ pub enum PairRefusal {
     HandshakeTimeout,
 }
 
+/// Where the hub's relay is, asked at each approval (a hub on iroh's public relays
+/// learns its home relay only after start).
+#[derive(Clone)]
+struct RelaySource(Arc<dyn Fn() -> Option<RelayUrl> + Send + Sync>);
+
+impl std::fmt::Debug for RelaySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RelaySource").field(&(self.0)()).finish()
+    }
+}
+
 /// Serves pairing requests.
 #[derive(Debug, Clone)]
 pub struct PairService {
@@ -316,6 +329,7 @@ pub struct PairService {
     hub_name: String,
     require_ticket: bool,
     gate: Arc<PairGate>,
+    relay: Option<RelaySource>,
 }
 
 impl PairService {
@@ -336,6 +350,34 @@ impl PairService {
             hub_name,
             require_ticket,
             gate: PairGate::new(limits),
+            relay: None,
+        }
+    }
+
+    /// Names the hub's relay in approvals on `hearth/pair/2`: `relay` is asked at each
+    /// approval and answers the URL devices should dial the hub through, if any.
+    pub fn with_relay(
+        mut self,
+        relay: impl Fn() -> Option<RelayUrl> + Send + Sync + 'static,
+    ) -> Self {
+        self.relay = Some(RelaySource(Arc::new(relay)));
+        self
+    }
+
+    /// The approval in the words of the connection's pairing version.
+    fn approved(&self, version: u16, scope: Option<String>) -> PairResponse {
+        let hub_name = self.hub_name.clone();
+        if version < 2 {
+            return PairResponse::Approved { hub_name, scope };
+        }
+        PairResponse::ApprovedWithRelay {
+            hub_name,
+            scope,
+            relay: self
+                .relay
+                .as_ref()
+                .and_then(|r| (r.0)())
+                .map(|u| u.to_string()),
         }
     }
 
@@ -416,6 +458,8 @@ impl ProtocolHandler for PairService {
 impl PairService {
     async fn serve(&self, conn: &Connection, origin: Origin) -> Result<(), AcceptError> {
         let peer = conn.remote_id();
+        // The router only hands this handler the pairing ALPNs it registered.
+        let version = alpn_version(Family::Pair, conn.alpn()).unwrap_or(1);
         let limits = self.gate.limits;
         // The stream and the whole `Start` must arrive within the first deadline.
         let first_deadline = tokio::time::Instant::now() + limits.first_message_timeout;
@@ -475,10 +519,7 @@ impl PairService {
                     match r {
                         // Already paired (say its settings were lost): nothing to approve;
                         // it learns the scope it has.
-                        Ok(StartOutcome::AlreadyPaired { scope }) => PairResponse::Approved {
-                            hub_name: self.hub_name.clone(),
-                            scope,
-                        },
+                        Ok(StartOutcome::AlreadyPaired { scope }) => self.approved(version, scope),
                         Ok(StartOutcome::Pending(req)) => {
                             tracing::info!(%peer, code = %req.code, device = %req.device_name,
                                 fingerprint = %req.fingerprint, previously_revoked = req.previously_revoked,
@@ -509,10 +550,7 @@ impl PairService {
                                 .map_err(AcceptError::from_err)?
                             {
                                 Ok(PollState::Pending) => PairResponse::Pending,
-                                Ok(PollState::Approved(scope)) => PairResponse::Approved {
-                                    hub_name: self.hub_name.clone(),
-                                    scope,
-                                },
+                                Ok(PollState::Approved(scope)) => self.approved(version, scope),
                                 Ok(PollState::Denied) => PairResponse::Denied,
                                 Ok(PollState::Expired) => PairResponse::Expired,
                                 Err(e) => refusal(e),

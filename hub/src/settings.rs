@@ -171,6 +171,10 @@ pub struct ProcessArgs {
     /// (comma-separated), to play a hub of another release.
     #[arg(long, env = "HEARTH_SYNC_VERSIONS", value_delimiter = ',', hide = true)]
     pub sync_versions: Vec<u16>,
+    /// Test hook: the `hearth/pair/N` versions to serve instead of this build's own
+    /// (comma-separated), to play a hub of another release.
+    #[arg(long, env = "HEARTH_PAIR_VERSIONS", value_delimiter = ',', hide = true)]
+    pub pair_versions: Vec<u16>,
 }
 
 /// `hub.json`: the process settings, every field optional.
@@ -287,7 +291,35 @@ pub fn load(home: PathBuf, args: ProcessArgs) -> Result<HubSettings, SettingsErr
     if !args.sync_versions.is_empty() {
         s.sync_versions = args.sync_versions;
     }
+    if !args.pair_versions.is_empty() {
+        s.pair_versions = args.pair_versions;
+    }
     Ok(s)
+}
+
+/// What the hub says at start, in plain words, about reaching it away from home: whether
+/// paired laptops can reach it from anywhere, through which relay, and how to change that.
+pub fn away_from_home_notice(relay: &RelaySetting) -> String {
+    const PRIVACY: &str = "a relay sees only addresses and keys, never content";
+    match relay {
+        RelaySetting::Disabled => format!(
+            "Away from home: off. Laptops reach this hub only on the same network. To let them \
+             reach it from anywhere, start the hub with `--relay default` (iroh's public relays) \
+             or `--relay <URL of your own iroh-relay>`; {PRIVACY}."
+        ),
+        RelaySetting::Default => format!(
+            "Away from home: on, through iroh's public relays. Paired laptops reach this hub \
+             from anywhere through them, and move to a direct path when there is one; {PRIVACY}. \
+             Laptops paired before learn the relay when they run `hearth pair` again. \
+             `--relay off` keeps the hub reachable only on the same network."
+        ),
+        RelaySetting::Custom(url) => format!(
+            "Away from home: on, through your relay {url}. Paired laptops reach this hub from \
+             anywhere through it, and move to a direct path when there is one; {PRIVACY}. \
+             Laptops paired before learn the relay when they run `hearth pair` again. \
+             `--relay off` keeps the hub reachable only on the same network."
+        ),
+    }
 }
 
 /// Runtime settings: kept in `hub.db`, changed through the API while the hub runs.
@@ -611,6 +643,43 @@ mod tests {
         assert_eq!(s.http, Some("0.0.0.0:4200".parse().expect("addr")));
         std::fs::write(dir.path().join(SETTINGS_FILE), r#"{"nmae": "typo"}"#).expect("write");
         assert!(load(dir.path().into(), ProcessArgs::default()).is_err());
+    }
+
+    #[test]
+    fn the_away_from_home_notice_says_whether_laptops_reach_the_hub_and_how_to_change_it() {
+        let off = away_from_home_notice(&RelaySetting::Disabled);
+        assert!(off.contains("only on the same network"), "{off}");
+        assert!(
+            off.contains("--relay default") && off.contains("--relay <URL"),
+            "{off}"
+        );
+        let mine: RelaySetting = "https://relay.example.org".parse().expect("url");
+        let on = away_from_home_notice(&mine);
+        assert!(
+            on.contains("through your relay https://relay.example.org"),
+            "{on}"
+        );
+        assert!(
+            on.contains("from anywhere") && on.contains("never content"),
+            "{on}"
+        );
+        assert!(on.contains("--relay off"), "{on}");
+        let public = away_from_home_notice(&RelaySetting::Default);
+        assert!(public.contains("iroh's public relays") && public.contains("from anywhere"));
+        // The relay comes from hub.json too, and the pairing version hook like the sync one.
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join(SETTINGS_FILE),
+            r#"{"relay": "http://10.0.0.1:3340"}"#,
+        )
+        .expect("write");
+        let args = ProcessArgs {
+            pair_versions: vec![1],
+            ..Default::default()
+        };
+        let s = load(dir.path().into(), args).expect("file");
+        assert_eq!(s.net.relay.to_string(), "http://10.0.0.1:3340/");
+        assert_eq!(s.pair_versions, [1]);
     }
 
     #[test]

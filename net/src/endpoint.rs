@@ -3,10 +3,13 @@
 //! Always starts from `presets::Minimal` (no address publishing, no DNS lookup) and adds
 //! only the relay mode the owner chose. The portmapper is compiled out (iroh without its
 //! `portmapper` feature), so nothing probes the router.
+//!
+//! Relays stay off unless the owner chooses one; a node follows its hub's relay unless
+//! its own flag says otherwise ([`RelaySetting::for_node`]).
 
 use std::{fmt, net::SocketAddr, str::FromStr};
 
-use iroh::{endpoint::presets, Endpoint, RelayMode, RelayUrl, SecretKey};
+use iroh::{endpoint::presets, Endpoint, RelayConfig, RelayMap, RelayMode, RelayUrl, SecretKey};
 
 /// Where relayed traffic goes when a direct path is not available.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +31,39 @@ impl FromStr for RelaySetting {
             url => url.parse::<RelayUrl>().map(Self::Custom).map_err(|e| {
                 NetError::Relay(format!("{url:?} is not off, default or a relay URL: {e}"))
             }),
+        }
+    }
+}
+
+impl RelaySetting {
+    /// The relay a node uses: its own `--relay` when given; otherwise its hub's relay, so
+    /// the node reaches the hub through it away from home; otherwise none.
+    pub fn for_node(flag: Option<RelaySetting>, hub_relay: Option<&RelayUrl>) -> Self {
+        match (flag, hub_relay) {
+            (Some(chosen), _) => chosen,
+            (None, Some(url)) => Self::Custom(url.clone()),
+            (None, None) => Self::Disabled,
+        }
+    }
+
+    /// The relay URL itself, when the owner named one.
+    pub fn custom_url(&self) -> Option<&RelayUrl> {
+        match self {
+            Self::Custom(url) => Some(url),
+            Self::Disabled | Self::Default => None,
+        }
+    }
+
+    fn mode(&self) -> RelayMode {
+        match self {
+            Self::Disabled => RelayMode::Disabled,
+            Self::Default => RelayMode::Default,
+            // A plain-HTTP relay (the owner's own on a trusted network, or a test's) has no
+            // TLS, so no QUIC address discovery either: don't probe a port nobody serves.
+            Self::Custom(url) if url.scheme() == "http" => {
+                RelayMode::Custom(RelayMap::from(RelayConfig::new(url.clone(), None)))
+            }
+            Self::Custom(url) => RelayMode::custom([url.clone()]),
         }
     }
 }
@@ -75,11 +111,7 @@ pub async fn bind_endpoint(
     alpns: Vec<Vec<u8>>,
     hooks: Option<impl iroh::endpoint::EndpointHooks + 'static>,
 ) -> Result<Endpoint, NetError> {
-    let relay = match &settings.relay {
-        RelaySetting::Disabled => RelayMode::Disabled,
-        RelaySetting::Default => RelayMode::Default,
-        RelaySetting::Custom(url) => RelayMode::custom([url.clone()]),
-    };
+    let relay = settings.relay.mode();
     let bind_err = |reason: String| NetError::Bind {
         addr: settings.bind,
         reason,
@@ -101,3 +133,40 @@ pub async fn bind_endpoint(
 pub struct NoHooks;
 
 impl iroh::endpoint::EndpointHooks for NoHooks {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_follows_its_hub_relay_unless_its_flag_says_otherwise() {
+        let hub: RelayUrl = "http://10.0.0.1:3340".parse().expect("url");
+        let own: RelaySetting = "https://relay.example.org".parse().expect("setting");
+        assert_eq!(
+            RelaySetting::for_node(None, Some(&hub)),
+            RelaySetting::Custom(hub.clone())
+        );
+        assert_eq!(RelaySetting::for_node(None, None), RelaySetting::Disabled);
+        assert_eq!(
+            RelaySetting::for_node(Some(RelaySetting::Disabled), Some(&hub)),
+            RelaySetting::Disabled
+        );
+        assert_eq!(RelaySetting::for_node(Some(own.clone()), Some(&hub)), own);
+        assert_eq!(own.custom_url().map(|u| u.scheme()), Some("https"));
+        assert_eq!(RelaySetting::Default.custom_url(), None);
+    }
+
+    #[test]
+    fn a_plain_http_relay_is_not_probed_over_quic() {
+        let url: RelayUrl = "http://10.0.0.1:3340".parse().expect("url");
+        let RelayMode::Custom(map) = RelaySetting::Custom(url.clone()).mode() else {
+            panic!("custom relay map expected");
+        };
+        assert!(map.get(&url).expect("listed").quic.is_none());
+        let tls: RelayUrl = "https://relay.example.org".parse().expect("url");
+        let RelayMode::Custom(map) = RelaySetting::Custom(tls.clone()).mode() else {
+            panic!("custom relay map expected");
+        };
+        assert!(map.get(&tls).expect("listed").quic.is_some());
+    }
+}

@@ -7,6 +7,7 @@
 //!   mode; never a preset that publishes addresses to public DNS);
 //! - [`sync_conn`]: negotiating the `hearth/sync/N` version and running a replication
 //!   session over a QUIC connection; the unversioned `hearth/versions` exchange;
+//! - [`path`]: which path (direct or relay) a connection takes now, watched for changes;
 //! - [`discovery`]: mDNS advertising and browsing (optional, never fatal);
 //! - [`ticket`]: the pair ticket for first contact from anywhere;
 //! - [`fingerprint`]: the short key fingerprint people compare when pairing;
@@ -20,15 +21,17 @@ pub mod endpoint;
 pub mod files;
 pub mod fingerprint;
 pub mod identity;
+pub mod path;
 pub mod sync_conn;
 pub mod ticket;
 
 pub use endpoint::{bind_endpoint, NetError, NetSettings, NoHooks, RelaySetting};
 pub use fingerprint::{fingerprint, fingerprint_of_id};
 pub use identity::{load_or_create_secret_key, IdentityError};
+pub use path::{current_path, watch_path, ConnPath};
 pub use sync_conn::{
-    accept_sync, answer_versions, ask_versions, connect_sync, dial_sync, run_dialed_sync,
-    SyncConnError,
+    accept_sync, answer_versions, ask_versions, connect_sync, connect_versioned, dial_sync,
+    run_dialed_sync, SyncConnError,
 };
 pub use ticket::PairTicket;
 

@@ -5,7 +5,8 @@
 //! they share none, the dialer asks the hub's `hearth/versions` for its range
 //! ([`ask_versions`]) so the error says which side to update. The dialer then opens the
 //! stream and speaks first (`Hello`), which is what makes a QUIC stream visible to the
-//! accepting side. Either side's session ends when the stream or the connection closes.
+//! accepting side. The pairing client negotiates `hearth/pair/N` the same way
+//! ([`connect_versioned`]). Either side's session ends when the stream or the connection closes.
 //!
 //! Never decides who may connect; never runs a session on a version neither side named.
 
@@ -76,11 +77,25 @@ pub async fn connect_sync(
     hub: EndpointAddr,
     versions: &[u16],
 ) -> Result<(Connection, u16), SyncConnError> {
-    let offered = alpns(Family::Sync, versions);
+    connect_versioned(endpoint, hub, Family::Sync, versions).await
+}
+
+/// Dials `hub` offering `family`'s ALPN for every version in `versions` (the pairing
+/// client uses it for `hearth/pair/N`, [`connect_sync`] for sync) and returns the
+/// connection with the version the hub chose. When they share none, asks the hub for its
+/// versions and fails with [`SyncConnError::Version`], saying which side to update.
+pub async fn connect_versioned(
+    endpoint: &Endpoint,
+    hub: EndpointAddr,
+    family: Family,
+    versions: &[u16],
+) -> Result<(Connection, u16), SyncConnError> {
+    let what = family.key();
+    let offered = alpns(family, versions);
     let Some((first, rest)) = offered.split_first() else {
-        return Err(SyncConnError::Version(
-            "this node speaks no sync version".into(),
-        ));
+        return Err(SyncConnError::Version(format!(
+            "this node speaks no {what} version"
+        )));
     };
     let connecting = endpoint
         .connect_with_opts(
@@ -93,12 +108,14 @@ pub async fn connect_sync(
     let conn = match connecting.await {
         Ok(conn) => conn,
         Err(e) if no_shared_alpn(&e) => {
-            let ours = VersionInfo {
-                sync: versions.to_vec(),
-                ..VersionInfo::current()
-            };
+            let mut ours = VersionInfo::current();
+            match family {
+                Family::Sync => ours.sync = versions.to_vec(),
+                Family::Pair => ours.pair = versions.to_vec(),
+                Family::Rpc => ours.rpc = versions.to_vec(),
+            }
             let message = match ask_versions(endpoint, hub, &ours).await {
-                Ok(theirs) => mismatch_message(Family::Sync, versions, &theirs.sync),
+                Ok(theirs) => mismatch_message(family, versions, theirs.of(family)),
                 Err(e) => {
                     tracing::debug!(error = %e, "the hub did not say which versions it speaks");
                     None
@@ -106,23 +123,22 @@ pub async fn connect_sync(
             }
             .unwrap_or_else(|| {
                 format!(
-                    "the hub speaks none of this node's sync versions ({versions:?}) and did not say which it speaks: it is probably older; update the hub"
+                    "the hub speaks none of this node's {what} versions ({versions:?}) and did not say which it speaks: it is probably older; update the hub"
                 )
             });
-            tracing::debug!(%message, "no shared sync version");
+            tracing::debug!(%message, "no shared {what} version");
             return Err(SyncConnError::Version(message));
         }
         Err(e) => return Err(SyncConnError::Connect(describe(&e))),
     };
-    let Some(version) = alpn_version(Family::Sync, conn.alpn()).filter(|v| versions.contains(v))
-    else {
+    let Some(version) = alpn_version(family, conn.alpn()).filter(|v| versions.contains(v)) else {
         conn.close(0u32.into(), b"unexpected protocol");
         return Err(SyncConnError::Connection(format!(
             "the hub chose {:?}, which this node did not offer",
             String::from_utf8_lossy(conn.alpn())
         )));
     };
-    tracing::debug!(version, "sync version negotiated");
+    tracing::debug!(version, "{what} version negotiated");
     Ok((conn, version))
 }
 

@@ -5,7 +5,9 @@
 //! up), dial again; stops when `shutdown` completes. Status changes go out on a channel so
 //! the CLI can print them. A hub that shares no protocol version is reported as
 //! [`SyncStatus::Incompatible`], saying which side to update, and retried slowly (it may
-//! be updated meanwhile).
+//! be updated meanwhile). The hub is dialed at its direct addresses and its relay together,
+//! so iroh reaches it through whichever works and moves to a direct path when one appears;
+//! the path in use is reported too ([`SyncStatus::Path`]).
 
 use std::{future::Future, sync::Arc, time::Duration};
 
@@ -30,6 +32,12 @@ pub enum SyncStatus {
         message: String,
         /// Delay before the next attempt.
         retry_in: Duration,
+    },
+    /// The connection to the hub took this path (reported when the session starts and
+    /// whenever iroh moves it, say from the relay to a direct path once one works).
+    Path {
+        /// Direct or through the relay.
+        path: hearth_net::ConnPath,
     },
     /// Initial exchange done.
     CaughtUp {
@@ -158,14 +166,26 @@ pub async fn run_sync_loop(
             let session = async {
                 let (conn, version) = hearth_net::connect_sync(&endpoint, addr, &versions).await?;
                 let _ = status.send(SyncStatus::Connected { version });
-                hearth_net::run_dialed_sync(
+                let watched = conn.clone();
+                let run = hearth_net::run_dialed_sync(
                     conn,
                     store.clone(),
                     stats,
                     Some(etx),
                     stopped(stop_rx.clone()),
-                )
-                .await
+                );
+                // Reports the path until the connection closes; the session decides when.
+                let watch = async {
+                    hearth_net::watch_path(&watched, |path| {
+                        let _ = status.send(SyncStatus::Path { path });
+                    })
+                    .await;
+                    std::future::pending().await
+                };
+                tokio::select! {
+                    ended = run => ended,
+                    never = watch => never,
+                }
             };
             let (result, caught_up) = tokio::join!(session, forward);
             first_attempt = false;

@@ -16,7 +16,8 @@ use std::fmt;
 /// The `hearth/sync/N` versions this build speaks, oldest first.
 pub const SYNC_VERSIONS: &[u16] = &[1];
 /// The `hearth/pair/N` versions this build speaks, oldest first.
-pub const PAIR_VERSIONS: &[u16] = &[1];
+/// `2` adds the hub's relay to the approval (see `PairResponse::ApprovedWithRelay`).
+pub const PAIR_VERSIONS: &[u16] = &[1, 2];
 /// The `hearth/rpc/N` versions this build speaks, oldest first.
 pub const RPC_VERSIONS: &[u16] = &[1];
 
@@ -49,7 +50,8 @@ impl Family {
         }
     }
 
-    fn key(self) -> &'static str {
+    /// The family's name as the versions exchange writes it (`sync`, `pair`, `rpc`).
+    pub fn key(self) -> &'static str {
         match self {
             Self::Sync => "sync",
             Self::Pair => "pair",

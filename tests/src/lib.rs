@@ -4,7 +4,8 @@
 //! [`Binaries`] names the executable to run (a multi-call binary that dispatches to the
 //! hub's or the node's real command line, see [`multicall`]); [`Proc`] is a child process
 //! whose stdout lines can be awaited and whose stderr goes to a file; [`HubProc`] and
-//! [`NodeHome`] wrap the usual steps. Nothing here sends a packet off this machine.
+//! [`NodeHome`] wrap the usual steps; [`relay`] runs a local iroh relay for the
+//! away-from-home tests. Nothing here sends a packet off this machine.
 
 use std::{
     ffi::OsString,
@@ -19,9 +20,11 @@ use std::{
 use anyhow::{anyhow, bail, Context};
 
 pub mod agent_bench;
+pub mod relay;
 
-/// Dispatches `argv[1]` to the hub's (`hearth-hub`) or node's (`hearth`) command line.
-/// Returns `None` if argv[1] is neither.
+/// Dispatches `argv[1]` to the hub's (`hearth-hub`) or node's (`hearth`) command line,
+/// or to a local iroh relay (`relay`, see [`relay`]). Returns `None` if argv[1] is none
+/// of these.
 pub fn multicall() -> Option<anyhow::Result<()>> {
     let args: Vec<OsString> = std::env::args_os().collect();
     let which = args.get(1)?.to_str()?.to_string();
@@ -29,6 +32,7 @@ pub fn multicall() -> Option<anyhow::Result<()>> {
     match which.as_str() {
         "hearth-hub" => Some(hearth_hub::cli::main_with_args(rest)),
         "hearth" => Some(hearth_node::cli::main_with_args(rest)),
+        "relay" => Some(relay::main_with_args(&rest[1..])),
         _ => None,
     }
 }
@@ -76,6 +80,13 @@ impl Binaries {
             .env("HEARTH_HOME", home)
             .env("HEARTH_RELAY", "off")
             .env("HEARTH_MDNS", "off");
+        c
+    }
+
+    /// A local iroh relay, `hearth-testbin relay` (add `--bind <ip:port>`).
+    pub fn relay(&self) -> Command {
+        let mut c = self.command();
+        c.arg("relay");
         c
     }
 

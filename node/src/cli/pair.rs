@@ -2,7 +2,9 @@
 //!
 //! Shows the hub's name and key fingerprint and this device's own fingerprint, so the
 //! owner can check both ends (`hearth-hub ticket` and `hearth-hub devices approve` print
-//! the same fingerprints). Never pins a hub the pairing client did not accept.
+//! the same fingerprints). Never pins a hub the pairing client did not accept. Dials
+//! through the hub's relay (from the ticket) unless `--relay` says otherwise, keeps
+//! dialing a hub that is starting (`--wait`), and saves the relay the hub named.
 
 use std::{net::SocketAddr, path::Path, time::Duration};
 
@@ -11,7 +13,10 @@ use hearth_net::{discovery, NetSettings, NoHooks, PairTicket, RelaySetting};
 use iroh::{EndpointAddr, TransportAddr};
 use iroh_tickets::Ticket;
 
-use crate::config::{HubAddr, NodeConfig};
+use crate::{
+    config::{HubAddr, NodeConfig},
+    pair::PairEvent,
+};
 
 #[derive(clap::Args)]
 pub(crate) struct PairArgs {
@@ -27,9 +32,25 @@ pub(crate) struct PairArgs {
     /// Seconds to look for hubs on the LAN.
     #[arg(long, default_value_t = 3)]
     discover_secs: u64,
-    /// Relays: `off`, `default` or your own iroh-relay URL.
-    #[arg(long, env = "HEARTH_RELAY", default_value = "off")]
-    relay: RelaySetting,
+    /// Relays: `off`, `default` or your own iroh-relay URL [default: the hub's relay,
+    /// from the ticket, else none].
+    #[arg(long, env = "HEARTH_RELAY")]
+    relay: Option<RelaySetting>,
+    /// Seconds to keep dialing a hub that does not answer yet (starting or restarting).
+    #[arg(long, default_value = "60", value_parser = parse_secs)]
+    wait: u64,
+    /// Test hook: the `hearth/pair/N` versions to offer instead of this build's own
+    /// (comma-separated), to play a node of another release.
+    #[arg(long, env = "HEARTH_PAIR_VERSIONS", value_delimiter = ',', hide = true)]
+    pair_versions: Vec<u16>,
+}
+
+/// Seconds, written `60` or `60s`.
+fn parse_secs(text: &str) -> Result<u64, String> {
+    text.strip_suffix('s')
+        .unwrap_or(text)
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds (like 60 or 60s)"))
 }
 
 pub(crate) async fn discover_cmd(secs: u64) -> anyhow::Result<()> {
@@ -89,12 +110,24 @@ pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> 
         .take(64)
         .collect();
     // Believe "already paired" without a code only from the hub this node pinned before.
-    let hub_pinned = NodeConfig::load(home)?
+    let pinned = NodeConfig::load(home)?
         .hub
-        .is_some_and(|h| h.id == hub.id.to_string());
+        .filter(|h| h.id == hub.id.to_string());
+    let hub_pinned = pinned.is_some();
+    // The hub's relay: from the ticket, else as saved when this node paired with it before.
+    let hub_relay = hub.relay_urls().next().cloned().or_else(|| {
+        pinned
+            .as_ref()
+            .and_then(|h| h.relay.as_deref())
+            .and_then(|r| r.parse().ok())
+    });
+    let hub = match &hub_relay {
+        Some(url) if hub.relay_urls().next().is_none() => hub.with_relay_url(url.clone()),
+        _ => hub,
+    };
     let net = NetSettings {
         bind: "0.0.0.0:0".parse()?,
-        relay: args.relay,
+        relay: RelaySetting::for_node(args.relay.clone(), hub_relay.as_ref()),
     };
     let endpoint = hearth_net::bind_endpoint(secret_key, &net, Vec::new(), None::<NoHooks>).await?;
     println!(
@@ -106,7 +139,19 @@ pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> 
          This device is \"{}\", fingerprint {own_fingerprint}: the hub shows it when you approve.",
         args.name
     );
-    let paired = hearth_node_pair(&endpoint, hub.clone(), &args.name, secret, hub_pinned).await;
+    let versions = if args.pair_versions.is_empty() {
+        hearth_protocol::PAIR_VERSIONS.to_vec()
+    } else {
+        args.pair_versions.clone()
+    };
+    let options = crate::pair::PairOptions {
+        device_name: &args.name,
+        ticket_secret: secret,
+        hub_pinned,
+        versions: &versions,
+        wait: Duration::from_secs(args.wait),
+    };
+    let paired = hearth_node_pair(&endpoint, hub.clone(), options).await;
     endpoint.close().await;
     let paired = paired?;
     let addrs: Vec<SocketAddr> = hub
@@ -118,7 +163,8 @@ pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> 
         })
         .collect();
     let mut config = NodeConfig::load(home)?;
-    let relay = hub.relay_urls().next().map(ToString::to_string);
+    // What the hub said at approval wins over the ticket (its relay may have changed).
+    let relay = paired.relay.clone().or(hub_relay).map(|u| u.to_string());
     config.hub = Some(HubAddr {
         id: hub.id.to_string(),
         addrs,
@@ -127,8 +173,14 @@ pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> 
     config.scope = paired.scope.clone();
     config.save(home)?;
     println!(
-        "hearth paired hub={} name={} hub_fingerprint={hub_fingerprint}",
-        hub.id, paired.hub_name
+        "hearth paired hub={} name={} hub_fingerprint={hub_fingerprint} relay={}",
+        hub.id,
+        paired.hub_name,
+        config
+            .hub
+            .as_ref()
+            .and_then(|h| h.relay.as_deref())
+            .unwrap_or("off")
     );
     eprintln!(
         "Paired with \"{}\" (fingerprint {hub_fingerprint}){}. Run `hearth run` to keep this device in sync.",
@@ -145,16 +197,31 @@ pub(crate) async fn pair_cmd(home: &Path, args: PairArgs) -> anyhow::Result<()> 
 async fn hearth_node_pair(
     endpoint: &iroh::Endpoint,
     hub: EndpointAddr,
-    name: &str,
-    secret: Option<[u8; 16]>,
-    hub_pinned: bool,
+    options: crate::pair::PairOptions<'_>,
 ) -> anyhow::Result<crate::pair::Paired> {
-    Ok(crate::pair::request_pairing(endpoint, hub, name, secret, hub_pinned, |code, expires| {
-        println!("hearth pair code={code} expires_in={expires}");
-        eprintln!(
-            "\n  Pairing code: {code}\n\n  Approve it on the hub: hearth-hub devices approve {code}\n  (or in the hub's web UI). The code expires in {} minutes.\n",
-            expires / 60
-        );
+    let mut told_waiting = false;
+    let paired = crate::pair::request_pairing(endpoint, hub, options, |event| match event {
+        PairEvent::Waiting { reason, retry_in } => {
+            println!(
+                "hearth pair waiting retry_ms={} reason={reason}",
+                retry_in.as_millis()
+            );
+            if !told_waiting {
+                told_waiting = true;
+                eprintln!("The hub does not answer yet ({reason}): it may be starting. Still trying…");
+            }
+        }
+        PairEvent::Code {
+            code,
+            expires_in_secs,
+        } => {
+            println!("hearth pair code={code} expires_in={expires_in_secs}");
+            eprintln!(
+                "\n  Pairing code: {code}\n\n  Approve it on the hub: hearth-hub devices approve {code}\n  (or in the hub's web UI). The code expires in {} minutes.\n",
+                expires_in_secs / 60
+            );
+        }
     })
-    .await?)
+    .await?;
+    Ok(paired)
 }

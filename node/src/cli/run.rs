@@ -21,9 +21,10 @@ pub(crate) struct RunArgs {
     /// UDP address of this node's endpoint.
     #[arg(long, env = "HEARTH_BIND", default_value = "0.0.0.0:0")]
     bind: SocketAddr,
-    /// Relays: `off`, `default` or your own iroh-relay URL.
-    #[arg(long, env = "HEARTH_RELAY", default_value = "off")]
-    relay: RelaySetting,
+    /// Relays: `off`, `default` or your own iroh-relay URL [default: the hub's relay, as
+    /// saved at pairing, else none].
+    #[arg(long, env = "HEARTH_RELAY")]
+    relay: Option<RelaySetting>,
     /// Look the hub up on the LAN over mDNS when its saved address fails: `on` or `off`.
     #[arg(long, env = "HEARTH_MDNS", default_value = "on")]
     mdns: String,
@@ -63,7 +64,7 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
     let secret = hearth_net::load_or_create_secret_key(&home.join("secret.key"))?;
     let net = NetSettings {
         bind: args.bind,
-        relay: args.relay,
+        relay: RelaySetting::for_node(args.relay, hub_addr.relay.as_ref()),
     };
     // A node accepts no incoming protocols: it only dials its hub.
     let endpoint = hearth_net::bind_endpoint(secret, &net, Vec::new(), None::<NoHooks>)
@@ -90,6 +91,7 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
             match status {
                 SyncStatus::Connecting => tracing::debug!("connecting to hub"),
                 SyncStatus::Connected { version } => println!("hearth connected version={version}"),
+                SyncStatus::Path { path } => println!("hearth path={path}"),
                 SyncStatus::CaughtUp { received_whole, sent_whole, synced, ms, tx_bytes, rx_bytes } => println!(
                     "hearth caught-up received_whole={received_whole} sent_whole={sent_whole} synced={synced} ms={ms} tx_bytes={tx_bytes} rx_bytes={rx_bytes}"
                 ),

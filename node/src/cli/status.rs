@@ -42,5 +42,8 @@ pub(crate) fn run(home: &Path) -> anyhow::Result<()> {
         (state, Some(why)) => println!("sync: {state}{version}: {why} ({ago}s ago)"),
         (state, None) => println!("sync: {state}{version} ({ago}s ago)"),
     }
+    if let Some(path) = &s.path {
+        println!("path: {path}");
+    }
     Ok(())
 }

@@ -9,6 +9,7 @@ mod events;
 mod lan;
 mod pair_flood;
 mod pairing;
+mod relay;
 mod relay_access;
 mod replication;
 mod scope;
