@@ -304,7 +304,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         }
         let access = Arc::new(api::guard::Access::new(
             token,
-            Arc::new(owner::OwnerSessions::open(&hub_db)?),
+            Arc::new(owner::open_sessions(&hub_db)?),
             api::guard::cookie_name(&id.to_string()),
             bound.port(),
             settings.http_hosts.clone(),
