@@ -101,8 +101,7 @@ impl EventHub {
     /// Starts the relays of the store's change feed and the device registry.
     pub fn start(&self, store: DocumentStore, registry: Arc<DeviceRegistry>) {
         self.ring.relay_documents(store);
-        self.ring
-            .spawn(relay_devices(self.ring.clone(), registry));
+        self.ring.spawn(relay_devices(self.ring.clone(), registry));
     }
 
     /// Stops the relays and ends every subscription.

@@ -221,11 +221,16 @@ pub async fn run_dialed_sync(
         .open_bi()
         .await
         .map_err(|e| SyncConnError::Connection(e.to_string()))?;
+    // The dialing side is a node: it follows its hub and counts what the hub holds.
+    let config = SessionConfig {
+        follow_upstream: true,
+        ..SessionConfig::default()
+    };
     let result = run_session(
         store,
         recv,
         send,
-        SessionConfig::default(),
+        config,
         stats,
         events,
         shutdown,

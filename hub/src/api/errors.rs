@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 
 use super::ApiError;
 use crate::{
-    agent::runner::AgentError, chat::ChatError, devices::DeviceError,
-    projects::ProjectError, secrets::SecretError, settings::SettingsError,
+    agent::runner::AgentError, chat::ChatError, devices::DeviceError, projects::ProjectError,
+    secrets::SecretError, settings::SettingsError,
 };
 
 impl From<DeviceError> for ApiError {

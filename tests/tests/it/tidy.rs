@@ -47,7 +47,10 @@ fn crate_arrows_point_one_way() -> anyhow::Result<()> {
         ("hearth-net", &["hearth-protocol", "hearth-sync"]),
         // hearth-net for `files`: the owner token is created once, 0600, like every
         // private file.
-        ("hearth-ui", &["hearth-protocol", "hearth-sync", "hearth-net"]),
+        (
+            "hearth-ui",
+            &["hearth-protocol", "hearth-sync", "hearth-net"],
+        ),
         (
             "hearth-hub",
             &["hearth-protocol", "hearth-sync", "hearth-net", "hearth-ui"],

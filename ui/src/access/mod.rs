@@ -83,7 +83,10 @@ mod tests {
 
     #[test]
     fn each_server_names_its_own_cookie_and_commands() {
-        assert_eq!(Server::Hub.cookie_name("abcdefghijklmnop"), "hearth_hub_abcdefghij");
+        assert_eq!(
+            Server::Hub.cookie_name("abcdefghijklmnop"),
+            "hearth_hub_abcdefghij"
+        );
         assert_eq!(Server::Node.cookie_name("abc"), "hearth_node_abc");
         assert_eq!(Server::Hub.open_command(), "hearth-hub open");
         assert_eq!(Server::Node.open_command(), "hearth open");

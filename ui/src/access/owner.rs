@@ -387,7 +387,8 @@ pub(crate) mod tests {
     /// Sessions on a fresh database file at `path`, as a database owner would open it.
     pub(crate) fn sessions(path: &Path) -> OwnerSessions {
         let conn = Connection::open(path).expect("open");
-        conn.pragma_update(None, "journal_mode", "WAL").expect("wal");
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .expect("wal");
         conn.execute_batch(SESSION_TABLES).expect("tables");
         OwnerSessions::new(conn, Server::Hub)
     }

@@ -91,4 +91,3 @@ async fn relay(
         }
     }
 }
-

@@ -283,11 +283,7 @@ impl EventRing {
     /// Stops the relays and ends every subscription.
     pub async fn shutdown(&self) {
         let _ = self.stop.send(true);
-        let tasks = self
-            .tasks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(mut tasks) = tasks {
             let drained = tokio::time::timeout(Duration::from_secs(2), async {
                 while tasks.join_next().await.is_some() {}
