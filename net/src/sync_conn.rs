@@ -226,16 +226,7 @@ pub async fn run_dialed_sync(
         follow_upstream: true,
         ..SessionConfig::default()
     };
-    let result = run_session(
-        store,
-        recv,
-        send,
-        config,
-        stats,
-        events,
-        shutdown,
-    )
-    .await;
+    let result = run_session(store, recv, send, config, stats, events, shutdown).await;
     let reason = conn.close_reason();
     conn.close(0u32.into(), b"bye");
     match (result, reason) {
