@@ -27,6 +27,8 @@ impl NodeClient {
             "`hearth run` is not serving an API here (no node.http): start `hearth run` first",
         )?;
         let token = OwnerToken::read(home, Server::Node)?;
+        // Built beside the hub, reqwest wants a crypto provider even for plain HTTP.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         Ok(Self {
             client: reqwest::Client::builder()
                 .no_proxy()
