@@ -151,16 +151,13 @@ impl NodeStatus {
                 "unknown"
             }
             .into(),
-            detail: saved.and_then(|s| {
+            detail: saved.map(|s| {
                 let why = s
                     .detail
                     .as_deref()
                     .map(|d| format!(": {d}"))
                     .unwrap_or_default();
-                Some(format!(
-                    "`hearth run` is not running; it last saw {}{why}",
-                    s.state
-                ))
+                format!("`hearth run` is not running; it last saw {}{why}", s.state)
             }),
             state_since: saved.map(|s| s.at_ms),
             hub,

@@ -146,7 +146,9 @@ impl DocumentStore {
     ) -> Result<(), StoreError> {
         self.blocking(move |s| {
             let mut inner = s.lock();
-            let row: Option<(Vec<u8>, Vec<u8>, Option<Vec<u8>>)> = inner
+            // (heads, digest, recorded digest)
+            type Row = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+            let row: Option<Row> = inner
                 .conn
                 .query_row(
                     "SELECT d.heads, d.digest, u.digest FROM documents d

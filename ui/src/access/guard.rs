@@ -416,4 +416,31 @@ mod tests {
         assert!(!Access::is_public(&Method::GET, "/api/v1/notes"));
         assert!(!Access::is_public(&Method::GET, "/health"));
     }
+
+    #[tokio::test]
+    async fn a_nodes_guard_names_the_node_and_its_own_command() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = OwnerToken::load_or_create(dir.path()).expect("token");
+        let conn = rusqlite::Connection::open(dir.path().join("node.db")).expect("db");
+        conn.execute_batch(crate::access::owner::SESSION_TABLES)
+            .expect("tables");
+        let sessions = Arc::new(OwnerSessions::new(conn, Server::Node));
+        let a = Access::new(
+            token,
+            sessions,
+            Server::Node.cookie_name("abcdefghijkl"),
+            4300,
+            Vec::new(),
+        );
+        assert_eq!(a.cookie_name(), "hearth_node_abcdefghij");
+        let e = a
+            .authenticate(&HeaderMap::new())
+            .await
+            .expect_err("no credential");
+        assert!(e.message().contains("`hearth open`"), "{e}");
+        let e = a
+            .check_host(&headers(&[("host", "127.0.0.1:4200")]))
+            .expect_err("the hub's port");
+        assert!(e.message().contains("this node answers only"), "{e}");
+    }
 }
