@@ -116,7 +116,8 @@ pub struct NodeStatus {
     /// A session with the hub is open now.
     pub online: bool,
     /// `connecting`, `connected`, `caught-up`, `disconnected`, `incompatible`, or
-    /// `stopped` (no `hearth run` answers), or `unknown` (it never ran here).
+    /// `stopped` (no `hearth run` answers: not running, or running with `--http off`),
+    /// or `unknown` (it never ran here).
     pub state: String,
     /// The reason or advice, for the owner (why disconnected; which side to update).
     pub detail: Option<String>,
@@ -157,7 +158,7 @@ impl NodeStatus {
                     .as_deref()
                     .map(|d| format!(": {d}"))
                     .unwrap_or_default();
-                format!("`hearth run` is not running; it last saw {}{why}", s.state)
+                format!("no `hearth run` answers here; it last saw {}{why}", s.state)
             }),
             state_since: saved.map(|s| s.at_ms),
             hub,
@@ -294,6 +295,6 @@ mod tests {
 
         let stopped = NodeStatus::stopped(Some("hubid".into()), Some(&saved), 2);
         assert!(!stopped.online && stopped.pending_changes == 2);
-        assert!(stopped.detail.expect("detail").contains("not running"));
+        assert!(stopped.detail.expect("detail").contains("no `hearth run` answers"));
     }
 }

@@ -10,7 +10,7 @@
 //! internals never derive `Serialize`.
 //!
 //! Architecture Invariant: the document routes never open SQLite; they only call the
-//! store. They decide nothing about access: whoever mounts them puts [`access::guard`]
+//! store. They decide nothing about access: whoever mounts them puts [`access::guard()`]
 //! in front. Only [`access`] runs SQL, for the owner's sessions, on a connection its
 //! caller opened.
 

@@ -1,5 +1,5 @@
 //! The access guard in front of every route of the hub's API: the shared one of
-//! [`hearth_ui::access::guard`] (Host, then Origin, then the owner's credential; the
+//! [`mod@hearth_ui::access::guard`] (Host, then Origin, then the owner's credential; the
 //! [`Principal`] it lets in goes on the request as an extension), named here so the hub's
 //! handlers reach it as `api::guard`.
 

@@ -8,7 +8,7 @@
 //! (projects, notes, tasks, contacts, skills, search, health), which work with the hub
 //! unreachable; the auth routes (login links, login, sessions, logout); `GET /events`
 //! (the node's numbered stream: its replica's document events, and whatever else is
-//! published into its ring); `GET /status` ([`status`]); `GET /openapi.json`, built from
+//! published into its ring); `GET /status` (`status.rs`); `GET /openapi.json`, built from
 //! the same list as the router, like the hub's.
 //!
 //! To extend: merge another `ApiRoutes<NodeApiState>` into [`routes`]'s list, then build

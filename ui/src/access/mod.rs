@@ -1,7 +1,7 @@
 //! Owner access to a Hearth HTTP API, one implementation for the hub and the node: the
-//! guard in front of every route ([`guard`]: `Host`, then `Origin`, then the owner's
+//! guard in front of every route ([`mod@guard`]: `Host`, then `Origin`, then the owner's
 //! credential), the credentials themselves ([`owner`]: the owner token file, one-time
-//! login links, browser sessions), the routes that open and end sessions ([`routes`]),
+//! login links, browser sessions), the routes that open and end sessions ([`mod@routes`]),
 //! and opening a login link in the owner's browser ([`browser`]).
 //!
 //! [`Server`] says which kind of process serves the API: it names the session cookie
