@@ -295,6 +295,9 @@ mod tests {
 
         let stopped = NodeStatus::stopped(Some("hubid".into()), Some(&saved), 2);
         assert!(!stopped.online && stopped.pending_changes == 2);
-        assert!(stopped.detail.expect("detail").contains("no `hearth run` answers"));
+        assert!(stopped
+            .detail
+            .expect("detail")
+            .contains("no `hearth run` answers"));
     }
 }
