@@ -282,7 +282,7 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
         Command::Sessions(cmd) => {
             let path = home.join("hub.db");
             crate::hubdb::check(&path)?;
-            let sessions = crate::owner::OwnerSessions::open(&path)?;
+            let sessions = crate::owner::open_sessions(&path)?;
             match cmd {
                 SessionsCommand::List => {
                     for s in sessions.list()? {

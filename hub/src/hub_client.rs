@@ -24,7 +24,7 @@ impl HubClient {
     pub fn connect(home: &Path) -> anyhow::Result<Self> {
         let addr = std::fs::read_to_string(home.join("hub.http"))
             .context("the hub is not running here (no hub.http): start `hearth-hub` first")?;
-        let token = OwnerToken::read(home)?;
+        let token = OwnerToken::read(home, hearth_ui::access::Server::Hub)?;
         install_crypto_provider();
         Ok(Self {
             client: reqwest::Client::builder().build()?,
@@ -64,17 +64,6 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// Whether a desktop session can show a browser here.
-fn desktop_present() -> bool {
-    if std::env::var_os("SSH_CONNECTION").is_some() {
-        return false;
-    }
-    if cfg!(target_os = "macos") {
-        return true;
-    }
-    std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some()
-}
-
 /// `hearth-hub open`: asks the running hub for a one-time login link, prints it, and
 /// opens it in a browser when a desktop is present (never failing when none is).
 pub async fn open(home: &Path, ttl_secs: u64, browser: bool) -> anyhow::Result<()> {
@@ -91,21 +80,8 @@ pub async fn open(home: &Path, ttl_secs: u64, browser: bool) -> anyhow::Result<(
         .to_string();
     println!("{url}");
     eprintln!("Open this link in your browser to log in (single use, valid {ttl_secs} s).");
-    if browser && desktop_present() {
-        let opener = if cfg!(target_os = "macos") {
-            "open"
-        } else {
-            "xdg-open"
-        };
-        let spawned = std::process::Command::new(opener)
-            .arg(&url)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        if let Err(e) = spawned {
-            eprintln!("(could not start {opener}: {e}; open the link yourself)");
-        }
+    if browser {
+        hearth_ui::access::browser::open_if_desktop(&url);
     }
     Ok(())
 }

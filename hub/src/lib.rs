@@ -336,7 +336,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     // reach the API, through the rpc service's own checks.
     let access = Arc::new(api::guard::Access::new(
         token,
-        Arc::new(owner::OwnerSessions::open(&hub_db)?),
+        Arc::new(owner::open_sessions(&hub_db)?),
         api::guard::cookie_name(&id.to_string()),
         http_addr.map_or(0, |a| a.port()),
         settings.http_hosts.clone(),

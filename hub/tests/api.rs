@@ -20,7 +20,7 @@ use hearth_hub::{
     chat::{ChatService, ProviderUrls},
     devices::DeviceRegistry,
     hubdb,
-    owner::{OwnerSessions, OwnerToken},
+    owner::{self, OwnerToken},
     secrets::SecretStore,
     settings::RuntimeStore,
 };
@@ -79,7 +79,7 @@ async fn hub() -> Hub {
     let secret = token.expose().to_string();
     let access = Arc::new(Access::new(
         token,
-        Arc::new(OwnerSessions::open(&hub_db).expect("sessions")),
+        Arc::new(owner::open_sessions(&hub_db).expect("sessions")),
         "hearth_hub_test".into(),
         PORT,
         vec![],

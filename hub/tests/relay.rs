@@ -24,7 +24,7 @@ use hearth_hub::{
     chat::{ChatService, ProviderUrls},
     devices::DeviceRegistry,
     events::{ChatKey, EventHub},
-    owner::{OwnerSessions, OwnerToken},
+    owner::{self, OwnerToken},
     rpc_service::Relay,
     secrets::SecretStore,
     settings::RuntimeStore,
@@ -86,7 +86,7 @@ async fn hub() -> Hub {
     let secret = token.expose().to_string();
     let access = Arc::new(Access::new(
         token,
-        Arc::new(OwnerSessions::open(&hub_db).expect("sessions")),
+        Arc::new(owner::open_sessions(&hub_db).expect("sessions")),
         "hearth_hub_test".into(),
         PORT,
         vec![],

@@ -237,16 +237,12 @@ pub async fn run_dialed_sync(
         .open_bi()
         .await
         .map_err(|e| SyncConnError::Connection(e.to_string()))?;
-    let result = run_session(
-        store,
-        recv,
-        send,
-        SessionConfig::default(),
-        stats,
-        events,
-        shutdown,
-    )
-    .await;
+    // The dialing side is a node: it follows its hub and counts what the hub holds.
+    let config = SessionConfig {
+        follow_upstream: true,
+        ..SessionConfig::default()
+    };
+    let result = run_session(store, recv, send, config, stats, events, shutdown).await;
     let reason = conn.close_reason();
     conn.close(0u32.into(), b"bye");
     match (result, reason) {

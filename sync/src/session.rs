@@ -10,6 +10,13 @@
 //!    once; then `CatchUpDone`;
 //! 4. stay open and push every change from the store's feed as a `Sync` message.
 //!
+//! A side that follows its peer as its upstream (a node and its hub,
+//! [`SessionConfig::follow_upstream`]) also records what the peer holds, for
+//! [`DocumentStore::pending_upstream`]: an equal root or equal buckets, equal entries,
+//! documents the peer sent whole, and the heads in the peer's sync messages. Documents it
+//! sends whole are followed by a small sync message at their heads, whose answer carries
+//! the peer's heads: that is how a document created offline is seen to reach the hub.
+//!
 //! Three tasks: a reader that turns bytes into messages, a writer that owns the write half
 //! (so the main loop never waits on the network and two peers can't deadlock each
 //! other), and the main loop that owns all session state. This module does no SQLite
@@ -26,10 +33,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use automerge::sync;
+use automerge::{sync, ChangeHash};
 use hearth_protocol::{
-    decode_frame, encode_frame, frame_len, DocSnapshot, FrameError, SyncMessage, FRAME_HEADER_LEN,
-    MAX_FRAME,
+    decode_frame, encode_frame, frame_len, Digest, DocEntry, DocSnapshot, FrameError, SyncMessage,
+    FRAME_HEADER_LEN, MAX_FRAME,
 };
 use lru::LruCache;
 use tokio::{
@@ -41,7 +48,7 @@ use crate::{
     entity::DocId,
     error::{SessionError, StoreError},
     store::{DocumentStore, Origin},
-    summary::{plan_buckets, plan_entries, BUCKETS},
+    summary::{doc_digest, plan_buckets, plan_entries, BUCKETS},
 };
 
 /// Tunables of a session.
@@ -54,6 +61,9 @@ pub struct SessionConfig {
     /// The project subtree the peer may see and write (`None`: everything). Documents
     /// outside it are never summarised, listed, sent or accepted.
     pub scope: Option<DocId>,
+    /// This side follows the peer as its upstream (a node, of its hub): record what the
+    /// peer confirms holding (see [`DocumentStore::pending_upstream`]).
+    pub follow_upstream: bool,
 }
 
 impl Default for SessionConfig {
@@ -62,6 +72,7 @@ impl Default for SessionConfig {
             max_in_flight: 64,
             snapshot_batch_bytes: 256 * 1024,
             scope: None,
+            follow_upstream: false,
         }
     }
 }
@@ -212,20 +223,56 @@ struct Session {
     synced: usize,
     events: Option<mpsc::UnboundedSender<SessionEvent>>,
     stats: Arc<SessionStats>,
+    /// The root this side's last `Hello` sent, and how many it sent.
+    hello_root: Digest,
+    hellos_sent: u32,
+    /// Whether the peer sent `Buckets` (it answers a `Hello` whose root differs from
+    /// its own with them, before answering anything sent after that `Hello`).
+    peer_buckets_seen: bool,
 }
 
 impl Session {
     async fn hello(&mut self) -> Result<(), SessionError> {
         let summary = self.store.summary().await?;
+        self.hello_root = summary.root;
+        self.hellos_sent += 1;
         self.out.send(&SyncMessage::Hello {
             root: summary.root,
             docs: summary.docs,
         })
     }
 
+    /// After documents went whole to the upstream: a sync message at each one's heads
+    /// (nothing to send but the heads), whose answer carries the peer's heads.
+    async fn ask_upstream_heads(
+        &mut self,
+        sent: Vec<(DocId, Vec<[u8; 32]>)>,
+    ) -> Result<(), SessionError> {
+        for (id, heads) in sent {
+            let state = sync::State {
+                shared_heads: heads.into_iter().map(ChangeHash).collect(),
+                ..sync::State::default()
+            };
+            match self.store.generate_sync(id, state).await {
+                Ok((state, msg)) => {
+                    self.states.put(id, state);
+                    if let Some(message) = msg {
+                        self.out.send(&SyncMessage::Sync { doc: id.0, message })?;
+                    }
+                }
+                Err(e) if e.is_document_fault() => {
+                    tracing::warn!(%id, error = %e, "cannot ask the upstream about a document");
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
     async fn send_whole(&mut self, ids: Vec<DocId>) -> Result<(), SessionError> {
         let mut batch: Vec<DocSnapshot> = Vec::new();
         let mut batch_bytes = 0;
+        let mut sent = Vec::new();
         for group in ids.chunks(64) {
             for snap in self.store.export(group.to_vec()).await? {
                 // A document too large for one frame falls back to Automerge sync.
@@ -243,13 +290,16 @@ impl Session {
                 }
                 batch_bytes += snap.bytes.len() + 128;
                 self.sent_whole += 1;
+                if self.config.follow_upstream {
+                    sent.push((DocId(snap.id), snap.heads.clone()));
+                }
                 batch.push(snap);
             }
         }
         if !batch.is_empty() {
             self.out.send(&SyncMessage::Snapshots { docs: batch })?;
         }
-        Ok(())
+        self.ask_upstream_heads(sent).await
     }
 
     /// Starts queued document syncs up to the in-flight bound, unless the outbox is full.
@@ -306,6 +356,19 @@ impl Session {
         Ok(())
     }
 
+    /// The upstream listed its entries of some buckets: those equal to ours are held.
+    /// Entries answer this side's `Buckets`; if the peer sent no `Buckets` before them,
+    /// it answered this side's only `Hello` with `CatchUpDone`: its root (in this side's
+    /// scope) was the one that `Hello` sent, so if ours still is, it holds everything.
+    async fn confirm_from_entries(&mut self, entries: &[DocEntry]) -> Result<(), SessionError> {
+        let held = entries.iter().map(|e| (DocId(e.id), e.digest)).collect();
+        self.store.confirm_upstream_digests(held).await?;
+        if !self.peer_buckets_seen && self.hellos_sent == 1 {
+            self.store.confirm_upstream_root(self.hello_root).await?;
+        }
+        Ok(())
+    }
+
     fn check_caught_up(&mut self) {
         if self.caught_up || !self.peer_done || !self.in_flight.is_empty() || !self.queue.is_empty()
         {
@@ -333,6 +396,9 @@ impl Session {
                 let summary = self.store.summary_in(self.config.scope).await?;
                 if summary.root == root {
                     self.out.send(&SyncMessage::CatchUpDone)?;
+                    if self.config.follow_upstream {
+                        self.store.confirm_upstream_root(root).await?;
+                    }
                 } else {
                     self.out.send(&SyncMessage::Buckets {
                         digests: summary.buckets,
@@ -345,6 +411,10 @@ impl Session {
                         "expected {BUCKETS} bucket digests, got {}",
                         digests.len()
                     )));
+                }
+                if self.config.follow_upstream {
+                    self.peer_buckets_seen = true;
+                    self.store.confirm_upstream_buckets(digests.clone()).await?;
                 }
                 let summary = self.store.summary_in(self.config.scope).await?;
                 let plan = plan_buckets(&summary.buckets, &digests);
@@ -372,6 +442,9 @@ impl Session {
                 })?;
             }
             SyncMessage::Entries { buckets, entries } => {
+                if self.config.follow_upstream {
+                    self.confirm_from_entries(&entries).await?;
+                }
                 let mine = self.store.entries_in(buckets, self.config.scope).await?;
                 let plan = plan_entries(&mine, &entries);
                 self.send_whole(plan.send_whole).await?;
@@ -381,9 +454,17 @@ impl Session {
             }
             SyncMessage::Snapshots { docs } => {
                 self.received_whole += docs.len();
+                let held: Vec<(DocId, Digest)> = if self.config.follow_upstream {
+                    docs.iter()
+                        .map(|d| (DocId(d.id), doc_digest(&DocId(d.id), &d.heads)))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 self.store
                     .import(docs, self.origin, self.config.scope)
                     .await?;
+                self.store.confirm_upstream_digests(held).await?;
             }
             SyncMessage::Sync { doc, message } => {
                 let id = DocId(doc);
@@ -408,6 +489,12 @@ impl Session {
                     }
                     Err(e) => return Err(e.into()),
                 };
+                if self.config.follow_upstream {
+                    if let Some(theirs) = &state.their_heads {
+                        let theirs = theirs.iter().map(|h| h.0).collect();
+                        self.store.confirm_upstream_heads(id, theirs).await?;
+                    }
+                }
                 self.states.put(id, state);
                 let sent = self.push(id).await?;
                 if !sent && self.in_flight.remove(&id) {
@@ -519,6 +606,9 @@ where
         synced: 0,
         events,
         stats: stats.clone(),
+        hello_root: [0; 16],
+        hellos_sent: 0,
+        peer_buckets_seen: false,
     };
 
     let result = async {

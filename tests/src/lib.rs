@@ -90,13 +90,16 @@ impl Binaries {
         c
     }
 
-    /// A `hearth` command with `HEARTH_HOME` set, relays and mDNS off.
+    /// A `hearth` command with `HEARTH_HOME` set, relays and mDNS off, and the API of
+    /// `hearth run` on a free loopback port (many nodes run at once in tests; each
+    /// records its address in `node.http`).
     pub fn node(&self, home: &Path) -> Command {
         let mut c = self.command();
         c.arg("hearth")
             .env("HEARTH_HOME", home)
             .env("HEARTH_RELAY", "off")
-            .env("HEARTH_MDNS", "off");
+            .env("HEARTH_MDNS", "off")
+            .env("HEARTH_HTTP", "127.0.0.1:0");
         c
     }
 }
@@ -349,6 +352,20 @@ impl NodeHome {
         let mut c = self.bins.node(&self.home);
         c.args(args);
         run_ok(c)
+    }
+
+    /// The address of the API the running `hearth run` serves (from `node.http`).
+    pub fn http_addr(&self) -> anyhow::Result<SocketAddr> {
+        let text = std::fs::read_to_string(self.home.join("node.http"))
+            .context("no node.http: is `hearth run` running?")?;
+        Ok(text.trim().parse()?)
+    }
+
+    /// The node's owner token (`owner.token`, made by `hearth run`), for its API.
+    pub fn owner_token(&self) -> anyhow::Result<String> {
+        Ok(std::fs::read_to_string(self.home.join("owner.token"))?
+            .trim()
+            .to_string())
     }
 
     /// Starts `hearth run` following `hub`.

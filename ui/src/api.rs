@@ -66,7 +66,7 @@ impl ApiError {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
-            "internal error (see the hub's log)",
+            "internal error (see the server's log)",
         )
     }
 

@@ -1,18 +1,25 @@
-//! hearth-ui: the document API that hub and node both mount (the web front end joins it
-//! in a later issue), the answer shapes every Hearth API shares ([`api`]), and the table
-//! of routes a node relays to its hub ([`relayed`]).
+//! hearth-ui: the parts of the HTTP API that hub and node both serve at [`API_ROOT`]
+//! (the web front end joins them in a later issue): the document routes, the answer
+//! shapes every Hearth API shares ([`api`]), owner access ([`access`]: the guard, the
+//! owner token, login links and browser sessions, the auth routes) and the numbered
+//! event stream with its WebSocket ([`events`]),
+//! and the table of routes a node relays to its hub ([`relayed`]).
 //!
 //! [`router`] maps JSON over HTTP onto the [`DocumentStore`], with paths relative to the
-//! API root: the hub nests it at `/api/v1` behind its access guard (a node will do the
-//! same). It has its own serializable transfer types, converted by hand from the store's
-//! types, so store internals never derive `Serialize`.
+//! API root: hub and node nest it at `/api/v1` behind the access guard. It has its own
+//! serializable transfer types, converted by hand from the store's types, so store
+//! internals never derive `Serialize`.
 //!
-//! Architecture Invariant: the UI never opens SQLite itself; it only calls the store.
-//! It decides nothing about access: whoever mounts it guards it.
+//! Architecture Invariant: the document routes never open SQLite; they only call the
+//! store. They decide nothing about access: whoever mounts them puts [`access::guard()`]
+//! in front. Only [`access`] runs SQL, for the owner's sessions, on a connection its
+//! caller opened.
 
+pub mod access;
 pub mod api;
 mod contacts;
 mod dto;
+pub mod events;
 mod notes;
 mod projects;
 pub mod relayed;
@@ -28,6 +35,9 @@ use axum::{extract::State, Json, Router};
 use dto::{JsonResult, ListedDto};
 use hearth_sync::{DocId, DocumentStore, Kind};
 use serde::{Deserialize, Serialize};
+
+/// Where every Hearth API is mounted.
+pub const API_ROOT: &str = "/api/v1";
 
 /// The path of the health route, relative to the API root: the one route that needs no
 /// credential.

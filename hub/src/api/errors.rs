@@ -1,12 +1,13 @@
 //! How every domain error of the hub maps into the one [`ApiError`]: a status, a code and
-//! a message for people. Internal failures keep their detail in the log only.
+//! a message for people. Internal failures keep their detail in the log only. (Owner
+//! credential errors map in `hearth_ui::access`, where they are defined.)
 
 use axum::http::StatusCode;
 
 use super::ApiError;
 use crate::{
-    agent::runner::AgentError, chat::ChatError, devices::DeviceError, owner::OwnerError,
-    projects::ProjectError, secrets::SecretError, settings::SettingsError,
+    agent::runner::AgentError, chat::ChatError, devices::DeviceError, projects::ProjectError,
+    secrets::SecretError, settings::SettingsError,
 };
 
 impl From<DeviceError> for ApiError {
@@ -68,19 +69,6 @@ impl From<SecretError> for ApiError {
     fn from(e: SecretError) -> Self {
         match e {
             SecretError::Invalid(m) => ApiError::bad_request(m),
-            other => ApiError::internal(other),
-        }
-    }
-}
-
-impl From<OwnerError> for ApiError {
-    fn from(e: OwnerError) -> Self {
-        let msg = e.to_string();
-        match e {
-            OwnerError::LinkUnknown => ApiError::new(StatusCode::UNAUTHORIZED, "bad_link", msg),
-            OwnerError::LinkUsed | OwnerError::LinkExpired => ApiError::gone(msg),
-            OwnerError::NoSession(_) => ApiError::not_found(msg),
-            OwnerError::Invalid(_) => ApiError::bad_request(msg),
             other => ApiError::internal(other),
         }
     }

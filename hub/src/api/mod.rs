@@ -1,6 +1,7 @@
 //! The hub's HTTP API: one router, nested at [`API_ROOT`] (`/api/v1`), behind one access
 //! guard ([`guard`]), answering in one error shape and one page shape (both from
-//! `hearth_ui::api`, which the node's API will share).
+//! `hearth_ui::api`, which the node's API shares). The document routes, the auth routes
+//! and `GET /events` come from hearth-ui, as on a node.
 //!
 //! Architecture Invariant: this module holds routes and DTOs only, no business logic.
 //! A handler parses its input, calls one domain service (the document store, the device
@@ -22,12 +23,10 @@
 //! (`GET /api/v1/openapi.json`) are both built from that one list, so a route cannot be
 //! served without being documented.
 
-mod auth;
 pub mod caller;
 mod chat;
 mod devices;
 mod errors;
-mod events;
 pub mod guard;
 mod records;
 mod settings;
@@ -37,14 +36,14 @@ use std::sync::{Arc, OnceLock};
 use axum::{middleware, Json, Router};
 use hearth_sync::DocumentStore;
 pub use hearth_ui::api::{ApiError, ApiJson, ApiQuery, ApiResult, Page, PageQuery};
-use hearth_ui::{ApiRoutes, Verb};
+use hearth_ui::{access::Server, ApiRoutes, Verb};
 
 use crate::{
     access::ConnectionTracker, chat::ChatService, devices::DeviceRegistry, settings::RuntimeStore,
 };
 
 /// Where the API is mounted.
-pub const API_ROOT: &str = "/api/v1";
+pub const API_ROOT: &str = hearth_ui::API_ROOT;
 
 /// What the handlers reach: the domain services, shared.
 #[derive(Clone)]
@@ -83,11 +82,14 @@ pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
             vec![state.chat.general],
         ))
         .merge(records::routes())
-        .merge(auth::routes())
+        .merge(hearth_ui::access::routes(state.access.clone()))
         .merge(devices::routes())
         .merge(chat::routes())
         .merge(settings::routes())
-        .merge(events::routes());
+        .merge(hearth_ui::events::socket::routes(
+            state.chat.events.ring().clone(),
+            Server::Hub,
+        ));
     let _ = doc.set(openapi_json(routes.ops()));
     routes
 }

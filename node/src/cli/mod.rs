@@ -3,6 +3,7 @@
 //!
 //! A binary edge: `anyhow` is allowed here and nowhere else in the crate.
 
+pub(crate) mod client;
 pub(crate) mod note;
 pub(crate) mod pair;
 pub(crate) mod project;
@@ -65,10 +66,20 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         secs: u64,
     },
-    /// Keep the replica in sync with the hub until interrupted.
+    /// Keep the replica in sync with the hub and serve the API on loopback until
+    /// interrupted.
     Run(run::RunArgs),
-    /// The pinned hub and the sync status `hearth run` last saw.
+    /// The pinned hub, online or not, the last sync and the changes waiting for the hub.
     Status,
+    /// Print a one-time login link for this node's API and open it in a browser.
+    Open {
+        /// Print the link only; do not start a browser.
+        #[arg(long)]
+        no_browser: bool,
+        /// Seconds the link stays valid (1-600).
+        #[arg(long, default_value_t = 120)]
+        ttl: u64,
+    },
     /// Notes in the local replica.
     #[command(subcommand)]
     Note(note::NoteCommand),
@@ -108,7 +119,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> any
                 .context("starting tokio")?;
             rt.block_on(run::run(home, args))
         }
-        Command::Status => status::run(&home),
+        Command::Status => runtime()?.block_on(status::run(&home)),
+        Command::Open { no_browser, ttl } => {
+            runtime()?.block_on(client::open(&home, ttl, !no_browser))
+        }
         Command::Note(cmd) => note::run(&open_store(&home)?, cmd, NodeConfig::load(&home)?.scope),
         Command::Project(cmd) => project::run(&open_store(&home)?, cmd),
         Command::Task(cmd) => task::run(&open_store(&home)?, cmd, NodeConfig::load(&home)?.scope),

@@ -1,14 +1,29 @@
-//! `hearth run`: bind the endpoint, follow the pinned hub, print status lines.
+//! `hearth run`: bind the endpoint, follow the pinned hub, serve the node's API on
+//! loopback, print status lines; on a signal, stop in order: HTTP stops accepting, the
+//! event sockets close, open requests finish, the sync session stops and flushes, the
+//! endpoint closes, the replica checkpoints its WAL.
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use crate::{
-    config::NodeConfig, run_sync_loop, status::SavedStatus, HubAddr, HubLocator, NodeError,
-    SyncStatus,
+    api::{self, server::ApiServer},
+    config::NodeConfig,
+    nodedb, run_sync_loop,
+    status::{SavedStatus, StatusBoard},
+    HubAddr, HubLocator, NodeError, SyncStatus,
 };
 use anyhow::Context;
 use hearth_net::{NetSettings, NoHooks, RelaySetting};
-use tokio::sync::mpsc;
+use hearth_ui::{
+    access::{Access, OwnerToken, Server},
+    events::EventRing,
+    API_ROOT,
+};
+use tokio::sync::{mpsc, watch};
+
+/// The node API's address unless told otherwise: loopback, a port of its own (the hub's
+/// is 4200), so a node may run beside a hub.
+pub(crate) const DEFAULT_HTTP: &str = "127.0.0.1:4300";
 
 #[derive(clap::Args)]
 pub(crate) struct RunArgs {
@@ -28,10 +43,31 @@ pub(crate) struct RunArgs {
     /// Look the hub up on the LAN over mDNS when its saved address fails: `on` or `off`.
     #[arg(long, env = "HEARTH_MDNS", default_value = "on")]
     mdns: String,
+    /// The node's HTTP API address, or `off`. An address beyond loopback also needs
+    /// --http-allow-remote.
+    #[arg(long, env = "HEARTH_HTTP", default_value = DEFAULT_HTTP)]
+    http: String,
+    /// Allow the HTTP API on an address beyond loopback. It must then sit behind a TLS
+    /// proxy: the API speaks plain HTTP.
+    #[arg(long, env = "HEARTH_HTTP_ALLOW_REMOTE")]
+    http_allow_remote: bool,
+    /// Another host name requests may address the API by (besides localhost, 127.0.0.1
+    /// and [::1] with the API's port); repeat or comma-separate.
+    #[arg(long = "http-host", env = "HEARTH_HTTP_HOSTS", value_delimiter = ',')]
+    http_hosts: Vec<String>,
     /// Test hook: the `hearth/sync/N` versions to offer instead of this build's own
     /// (comma-separated), to play a node of another release.
     #[arg(long, env = "HEARTH_SYNC_VERSIONS", value_delimiter = ',', hide = true)]
     sync_versions: Vec<u16>,
+}
+
+fn parse_http(value: &str) -> anyhow::Result<Option<SocketAddr>> {
+    match value.trim() {
+        "off" => Ok(None),
+        addr => Ok(Some(addr.parse().with_context(|| {
+            format!("--http {addr:?} is not an address or `off`")
+        })?)),
+    }
 }
 
 pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
@@ -57,6 +93,7 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         relay: hub.relay.as_deref().and_then(|r| r.parse().ok()),
         mdns: matches!(args.mdns.as_str(), "on" | "true" | "1"),
     };
+    let http = parse_http(&args.http)?;
 
     let store = super::open_store(&home)?;
     // `hearth note …` in another process writes the same replica: replicate those edits.
@@ -70,7 +107,57 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
     let endpoint = hearth_net::bind_endpoint(secret, &net, Vec::new(), None::<NoHooks>)
         .await
         .context("binding the node endpoint")?;
-    println!("hearth ready id={} hub={}", endpoint.id(), hub_id);
+
+    // The numbered event stream: the replica's document events from now on.
+    let events = Arc::new(EventRing::new());
+    let listener = match http {
+        Some(addr) => Some(api::server::bind(addr, args.http_allow_remote).await?),
+        None => None,
+    };
+    let api_url = match &listener {
+        Some(l) => Some(format!("http://{}{API_ROOT}", l.local_addr()?)),
+        None => None,
+    };
+    let board = Arc::new(StatusBoard::new(
+        hub_id.to_string(),
+        api_url,
+        SavedStatus::load(&home),
+    ));
+    let mut server = match listener {
+        Some(listener) => {
+            let port = listener.local_addr()?.port();
+            // The owner's credentials for this node's API: its own token, its own sessions.
+            let access = Arc::new(Access::new(
+                OwnerToken::load_or_create(&home)?,
+                Arc::new(nodedb::open_sessions(&home)?),
+                Server::Node.cookie_name(&endpoint.id().to_string()),
+                port,
+                args.http_hosts
+                    .iter()
+                    .map(|h| h.trim().to_ascii_lowercase())
+                    .filter(|h| !h.is_empty())
+                    .collect(),
+            ));
+            let state =
+                api::NodeApiState::new(store.clone(), access, events.clone(), board.clone());
+            let routes = api::routes(&state);
+            Some(ApiServer::start(
+                listener,
+                api::router(state, routes),
+                &home,
+            )?)
+        }
+        None => None,
+    };
+    events.relay_documents(store.clone());
+    let http_shown = server
+        .as_ref()
+        .map_or_else(|| "off".to_string(), |s| s.addr.to_string());
+    println!(
+        "hearth ready id={} hub={} http={http_shown}",
+        endpoint.id(),
+        hub_id
+    );
 
     let versions = if args.sync_versions.is_empty() {
         hearth_protocol::SYNC_VERSIONS.to_vec()
@@ -79,14 +166,13 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let status_home = home.clone();
+    let printer_board = board.clone();
     let printer = tokio::spawn(async move {
-        let mut saved = SavedStatus::default();
         while let Some(status) = rx.recv().await {
-            if let Some(next) = SavedStatus::from_sync(&status, &saved) {
+            if let Some(next) = printer_board.report(&status) {
                 if let Err(e) = next.save(&status_home) {
                     tracing::warn!(error = %e, "cannot save the sync status");
                 }
-                saved = next;
             }
             match status {
                 SyncStatus::Connecting => tracing::debug!("connecting to hub"),
@@ -105,15 +191,33 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
             }
         }
     });
-    run_sync_loop(
+    let (stop_sync, sync_stopped) = watch::channel(false);
+    let sync = tokio::spawn(run_sync_loop(
         endpoint.clone(),
         hub_addr,
         versions,
         store.clone(),
         tx,
-        hearth_net::shutdown_signal(),
-    )
-    .await;
+        async move {
+            let mut rx = sync_stopped;
+            let _ = rx.wait_for(|s| *s).await;
+        },
+    ));
+
+    hearth_net::shutdown_signal().await;
+    // In order: no new requests; event sockets close (1001) and the relays stop; open
+    // requests finish; then the sync session flushes and the endpoint closes.
+    if let Some(s) = server.as_mut() {
+        s.stop_accepting();
+    }
+    events.shutdown().await;
+    if let Some(s) = server {
+        s.drain(Duration::from_secs(10)).await;
+    }
+    let _ = stop_sync.send(true);
+    if let Err(e) = sync.await {
+        tracing::warn!(error = %e, "the sync loop ended abnormally");
+    }
     let _ = printer.await;
     endpoint.close().await;
     tokio::task::spawn_blocking(move || store.checkpoint_blocking()).await??;

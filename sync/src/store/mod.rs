@@ -25,7 +25,8 @@
 //! One file per concern: `schema` (migrations, connections, row conversions), `cache`
 //! (loaded documents), `write` (the write path and compaction), `refs` (references
 //! between documents), `scope`, `untrusted`, `verify`, `query` (reads, listing, search),
-//! `replication` (summaries, export, import, sync messages), `watcher` (other processes'
+//! `replication` (summaries, export, import, sync messages), `upstream` (what the peer a
+//! node follows has confirmed holding: its pending changes), `watcher` (other processes'
 //! commits).
 //!
 //! This module never does network I/O and never holds its mutex across an `.await`:
@@ -60,6 +61,7 @@ mod replication;
 mod schema;
 mod scope;
 mod untrusted;
+mod upstream;
 mod verify;
 mod watcher;
 mod write;

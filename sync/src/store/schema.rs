@@ -64,6 +64,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
         bytes BLOB NOT NULL,
         received_at INTEGER NOT NULL
     );",
+    // 3: per document, this replica's digest when the upstream it follows (a node's hub)
+    // was last known to hold all of it; see `upstream`.
+    "CREATE TABLE upstream (
+        doc_id BLOB PRIMARY KEY NOT NULL,
+        digest BLOB NOT NULL
+    ) WITHOUT ROWID;",
 ];
 
 /// How hard a commit must reach the disk.

@@ -20,7 +20,9 @@
 //! second and p50/p99 latency for `GET /api/v1/notes?limit=50` over N notes (default
 //! 1,000) and `POST /api/v1/notes`, each with N clients (default 4) × N requests
 //! (default 2,000), against `GET /api/v1/health` as the reference in the same run
-//! (ratios printed).
+//! (ratios printed); then the same workloads against a node's API (`hearth run` online
+//! with a hub of its own, starting empty like the hub), printed as `api_node_*` with the
+//! node's figures divided by the hub's.
 
 use std::{
     path::{Path, PathBuf},
@@ -641,22 +643,19 @@ fn create_note(c: &reqwest::Client, base: &str, i: usize) -> reqwest::RequestBui
         .body(body.to_string())
 }
 
-fn api_bench(opts: &Opts) -> anyhow::Result<()> {
-    let exe = std::env::current_exe()?;
-    let bins = Binaries::new(&exe);
-    let dir = tempfile::tempdir()?;
-    let mut hub = HubProc::start(&bins, &dir.path().join("hub"), 0)?;
-    let http = hub.http.context("the hub has no HTTP address")?;
-    let token = hub.owner_token()?;
-    let base = format!("http://{http}");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+/// Seeds `opts.notes` notes through the API at `base`, then measures health, listing and
+/// creating notes there; returns (name, requests per second, p50, p99) per workload.
+fn api_rows(
+    rt: &tokio::runtime::Runtime,
+    base: &str,
+    token: &str,
+    opts: &Opts,
+) -> anyhow::Result<Vec<(&'static str, f64, f64, f64)>> {
     let (clients, requests) = (opts.clients, opts.requests);
-    let result = rt.block_on(async {
+    rt.block_on(async {
         progress(&format!("seeding {} notes", opts.notes));
         let per = opts.notes.div_ceil(clients);
-        api_load(&base, &token, clients, per, create_note).await?;
+        api_load(base, token, clients, per, create_note).await?;
         let mut rows = Vec::new();
         for (name, request) in [
             ("health", health as fn(&_, &_, _) -> _),
@@ -664,31 +663,83 @@ fn api_bench(opts: &Opts) -> anyhow::Result<()> {
             ("create_note", create_note),
         ] {
             progress(&format!("{name}: {clients} clients × {requests} requests"));
-            let (rps, lat) = api_load(&base, &token, clients, requests, request).await?;
+            let (rps, lat) = api_load(base, token, clients, requests, request).await?;
             rows.push((name, rps, percentile(&lat, 0.5), percentile(&lat, 0.99)));
         }
         anyhow::Ok(rows)
-    });
-    hub.proc.terminate();
-    let rows = result?;
-    for (name, rps, p50, p99) in &rows {
-        figure(&format!("api_{name}_rps"), format!("{rps:.0}"), "req/s");
-        figure(&format!("api_{name}_p50"), format!("{p50:.3}"), "ms");
-        figure(&format!("api_{name}_p99"), format!("{p99:.3}"), "ms");
+    })
+}
+
+/// Prints `rows` as `{prefix}_{name}_rps|p50|p99`, and each workload against health.
+fn print_api_rows(prefix: &str, rows: &[(&'static str, f64, f64, f64)]) {
+    for (name, rps, p50, p99) in rows {
+        figure(
+            &format!("{prefix}_{name}_rps"),
+            format!("{rps:.0}"),
+            "req/s",
+        );
+        figure(&format!("{prefix}_{name}_p50"), format!("{p50:.3}"), "ms");
+        figure(&format!("{prefix}_{name}_p99"), format!("{p99:.3}"), "ms");
     }
     if let Some((_, ref_rps, _, ref_p99)) = rows.first().copied() {
         for (name, rps, _, p99) in rows.iter().skip(1) {
             figure(
-                &format!("ratio_api_{name}_rps_vs_health"),
+                &format!("ratio_{prefix}_{name}_rps_vs_health"),
                 format!("{:.3}", rps / ref_rps),
                 "ratio",
             );
             figure(
-                &format!("ratio_api_{name}_p99_vs_health"),
+                &format!("ratio_{prefix}_{name}_p99_vs_health"),
                 format!("{:.2}", p99 / ref_p99),
                 "ratio",
             );
         }
+    }
+}
+
+fn api_bench(opts: &Opts) -> anyhow::Result<()> {
+    let exe = std::env::current_exe()?;
+    let bins = Binaries::new(&exe);
+    let dir = tempfile::tempdir()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+
+    progress("the hub's API");
+    let mut hub = HubProc::start(&bins, &dir.path().join("hub"), 0)?;
+    let http = hub.http.context("the hub has no HTTP address")?;
+    let token = hub.owner_token()?;
+    let result = api_rows(&rt, &format!("http://{http}"), &token, opts);
+    hub.proc.terminate();
+    let hub_rows = result?;
+    print_api_rows("api", &hub_rows);
+
+    // The same workloads against a node's API, the node online with a hub of its own
+    // (so every note it creates also syncs), starting from an empty replica like the hub.
+    progress("the node's API");
+    let hub_home = dir.path().join("hub2");
+    let node = NodeHome::new(&bins, dir.path().join("node"))?;
+    allow(&bins, &hub_home, &node.id)?;
+    let hub = HubProc::start(&bins, &hub_home, 0)?;
+    let mut proc = start_caught_up(&node, &hub)?;
+    let node_http = node.http_addr()?;
+    let node_token = node.owner_token()?;
+    let result = api_rows(&rt, &format!("http://{node_http}"), &node_token, opts);
+    proc.terminate();
+    drop(hub);
+    let node_rows = result?;
+    print_api_rows("api_node", &node_rows);
+    for ((name, hub_rps, _, hub_p99), (_, rps, _, p99)) in hub_rows.iter().zip(&node_rows).skip(1) {
+        figure(
+            &format!("ratio_api_node_{name}_rps_vs_hub"),
+            format!("{:.3}", rps / hub_rps),
+            "ratio",
+        );
+        figure(
+            &format!("ratio_api_node_{name}_p99_vs_hub"),
+            format!("{:.2}", p99 / hub_p99),
+            "ratio",
+        );
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ mod bad_frames;
 mod crash;
 mod events;
 mod lan;
+mod node_api;
 mod pair_flood;
 mod pairing;
 mod relay;

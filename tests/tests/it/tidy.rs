@@ -45,7 +45,12 @@ fn crate_arrows_point_one_way() -> anyhow::Result<()> {
         ("hearth-protocol", &[]),
         ("hearth-sync", &["hearth-protocol"]),
         ("hearth-net", &["hearth-protocol", "hearth-sync"]),
-        ("hearth-ui", &["hearth-protocol", "hearth-sync"]),
+        // hearth-net for `files`: the owner token is created once, 0600, like every
+        // private file.
+        (
+            "hearth-ui",
+            &["hearth-protocol", "hearth-sync", "hearth-net"],
+        ),
         (
             "hearth-hub",
             &["hearth-protocol", "hearth-sync", "hearth-net", "hearth-ui"],

@@ -1,15 +1,17 @@
-//! `GET /events`: the hub's numbered event stream ([`crate::events`]) over a WebSocket.
+//! `GET /events`: a hub's or node's numbered event stream ([`super::EventRing`]) over a
+//! WebSocket, the same on both.
 //!
-//! Every message from the hub is one JSON object in a text frame:
+//! Every message from the server is one JSON object in a text frame:
 //! - `{"seq", "type": "document", "id", "kind", "origin": "local"|"peer"|"external",
 //!   "deleted"}` (never content);
 //! - chat, each with `project` and `conversation`: `started` (`message`), `text`
 //!   (`text`), `restart`, `tool_call` (`name`, `args`), `tool_result` (`name`, `output`,
 //!   `is_error`), `approval_requested` (`id`, `name`, `args`), `approval_resolved` (`id`,
-//!   `resolution`), `finished` (`reason`), `error` (`message`); all redacted;
+//!   `resolution`), `finished` (`reason`), `error` (`message`); all redacted (the hub's
+//!   own, and on a node those it relays from its hub);
 //! - `{"seq", "type": "device", "event": "paired"|"revoked"|"online"|"offline"|
-//!   "pair_requested", "id", "name"}`;
-//! - `{"seq", "type": "lost", "source", "count"}`: the hub itself missed events of a
+//!   "pair_requested", "id", "name"}` (the hub's);
+//! - `{"seq", "type": "lost", "source", "count"}`: the server itself missed events of a
 //!   source (reload that source's state);
 //! - `{"type": "resync", "after"}` (not numbered): the events the client asked for are
 //!   gone; reload state, and the stream goes on after `after`.
@@ -20,7 +22,7 @@
 //!
 //! A client that falls more than 1,024 events behind, or does not take a message within
 //! 10 s, is closed (code 4008, the reason names the `after` to reconnect with): it never
-//! holds up the hub. At shutdown every socket is closed with 1001. Messages from the
+//! holds up the server. At shutdown every socket is closed with 1001. Messages from the
 //! client are ignored (pings are answered).
 
 use std::{sync::Arc, time::Duration};
@@ -33,12 +35,11 @@ use axum::{
     http::StatusCode,
     response::Response,
 };
-use hearth_ui::{ApiRoutes, Verb};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ApiError, ApiQuery, ApiResult, ApiState};
-use crate::events::{EventHub, Next};
+use super::{EventRing, Next};
+use crate::{access::Server, ApiError, ApiQuery, ApiResult, ApiRoutes, Verb};
 
 /// How long one message may take to reach a client before it is dropped.
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,7 +48,11 @@ const CLOSE_TOO_SLOW: u16 = 4008;
 /// Close code at shutdown ("going away").
 const CLOSE_AWAY: u16 = 1001;
 
-pub(super) fn routes() -> ApiRoutes<ApiState> {
+/// `GET /events` over `ring`, for `server`; merge it into routes of any state.
+pub fn routes<S: Clone + Send + Sync + 'static>(
+    ring: Arc<EventRing>,
+    server: Server,
+) -> ApiRoutes<S> {
     ApiRoutes::new("events")
         .route(
             Verb::Get,
@@ -56,6 +61,7 @@ pub(super) fn routes() -> ApiRoutes<ApiState> {
             events,
         )
         .query(&["after"])
+        .with_state((ring, server))
 }
 
 #[derive(Debug, Deserialize)]
@@ -65,7 +71,7 @@ struct EventsQuery {
 }
 
 async fn events(
-    State(s): State<ApiState>,
+    State((ring, server)): State<(Arc<EventRing>, Server)>,
     ApiQuery(q): ApiQuery<EventsQuery>,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> ApiResult<Response> {
@@ -76,15 +82,14 @@ async fn events(
             format!("this route is a WebSocket: {e}"),
         )
     })?;
-    let hub = s.chat.events.clone();
     Ok(ws
         .max_message_size(64 * 1024)
-        .on_upgrade(move |socket| serve(socket, hub, q.after)))
+        .on_upgrade(move |socket| serve(socket, ring, server, q.after)))
 }
 
-async fn serve(mut socket: WebSocket, hub: Arc<EventHub>, after: Option<u64>) {
-    let mut sub = hub.subscribe(after);
-    drop(hub);
+async fn serve(mut socket: WebSocket, ring: Arc<EventRing>, server: Server, after: Option<u64>) {
+    let mut sub = ring.subscribe(after);
+    drop(ring);
     loop {
         let next = tokio::select! {
             n = sub.next() => n,
@@ -105,7 +110,8 @@ async fn serve(mut socket: WebSocket, hub: Arc<EventHub>, after: Option<u64>) {
                 return;
             }
             Next::Closed => {
-                close(socket, CLOSE_AWAY, "the hub is shutting down").await;
+                let reason = format!("the {} is shutting down", server.noun());
+                close(socket, CLOSE_AWAY, &reason).await;
                 return;
             }
         };

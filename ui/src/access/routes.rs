@@ -1,11 +1,14 @@
-//! Owner access routes: login links, the login itself, and browser sessions.
+//! Owner access routes, the same on hub and node: login links, the login itself, and
+//! browser sessions. Paths are relative to the API root.
 //!
 //! - `POST /auth/links {ttl_secs?}`: a one-time login link (owner only; `hearth-hub open`
-//!   calls it), `{ "url", "expires_at" }`.
-//! - `GET /auth/login?link=…` (public, single use): opens a session and sets this hub's
-//!   HttpOnly, SameSite=Strict cookie, then redirects to `/`.
+//!   and `hearth open` call it), `{ "url", "expires_at" }`.
+//! - `GET /auth/login?link=…` (public, single use): opens a session and sets this
+//!   server's HttpOnly, SameSite=Strict cookie, then redirects to `/`.
 //! - `GET /auth/sessions` (a page, `current` marks the caller's), `DELETE
 //!   /auth/sessions/{id}`, `POST /auth/logout` (ends the caller's session).
+
+use std::sync::Arc;
 
 use axum::{
     extract::{Path, State},
@@ -15,15 +18,18 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use hearth_ui::{ApiRoutes, Verb};
-
-use super::{blocking, guard::Principal, ApiError, ApiQuery, ApiResult, ApiState, Page, PageQuery};
-use crate::owner::{SessionInfo, LINK_LIFETIME, SESSION_LIFETIME};
+use super::{
+    blocking,
+    guard::{Access, Principal},
+    owner::{OwnerError, SessionInfo, LINK_LIFETIME, SESSION_LIFETIME},
+};
+use crate::{ApiError, ApiQuery, ApiResult, ApiRoutes, Page, PageQuery, Verb, API_ROOT};
 
 /// The login route, relative to the API root (public: the link is the credential).
-pub(super) const LOGIN_PATH: &str = "/auth/login";
+pub const LOGIN_PATH: &str = "/auth/login";
 
-pub(super) fn routes() -> ApiRoutes<ApiState> {
+/// The auth routes over `access`; merge them into routes of any state.
+pub fn routes<S: Clone + Send + Sync + 'static>(access: Arc<Access>) -> ApiRoutes<S> {
     ApiRoutes::new("auth")
         .route(
             Verb::Post,
@@ -57,6 +63,20 @@ pub(super) fn routes() -> ApiRoutes<ApiState> {
             "End this browser session",
             logout,
         )
+        .with_state(access)
+}
+
+impl From<OwnerError> for ApiError {
+    fn from(e: OwnerError) -> Self {
+        let msg = e.to_string();
+        match e {
+            OwnerError::LinkUnknown(_) => ApiError::new(StatusCode::UNAUTHORIZED, "bad_link", msg),
+            OwnerError::LinkUsed(_) | OwnerError::LinkExpired(_) => ApiError::gone(msg),
+            OwnerError::NoSession(_) => ApiError::not_found(msg),
+            OwnerError::Invalid(_) => ApiError::bad_request(msg),
+            other => ApiError::internal(other),
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -72,7 +92,7 @@ struct LinkDto {
 }
 
 async fn create_link(
-    State(s): State<ApiState>,
+    State(access): State<Arc<Access>>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<LinkDto>> {
@@ -91,16 +111,16 @@ async fn create_link(
             )))
         }
     };
-    // The guard checked that Host names this hub.
+    // The guard checked that Host names this server.
     let host = headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("127.0.0.1")
         .to_string();
-    let sessions = s.access.sessions().clone();
+    let sessions = access.sessions().clone();
     let (secret, expires_at) = blocking(move || sessions.create_link(ttl)).await?;
     Ok(Json(LinkDto {
-        url: format!("http://{host}/api/v1{LOGIN_PATH}?link={secret}"),
+        url: format!("http://{host}{API_ROOT}{LOGIN_PATH}?link={secret}"),
         expires_at,
     }))
 }
@@ -111,7 +131,7 @@ struct LoginQuery {
 }
 
 async fn login(
-    State(s): State<ApiState>,
+    State(access): State<Arc<Access>>,
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<LoginQuery>,
 ) -> ApiResult<Response> {
@@ -120,11 +140,11 @@ async fn login(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let sessions = s.access.sessions().clone();
+    let sessions = access.sessions().clone();
     let session = blocking(move || sessions.redeem_link(&q.link, &agent)).await?;
     let cookie = format!(
         "{}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}",
-        s.access.cookie_name(),
+        access.cookie_name(),
         session.token,
         SESSION_LIFETIME.as_secs()
     );
@@ -161,24 +181,27 @@ fn dto(s: SessionInfo, principal: &Option<Extension<Principal>>) -> SessionDto {
 }
 
 async fn list_sessions(
-    State(s): State<ApiState>,
+    State(access): State<Arc<Access>>,
     principal: Option<Extension<Principal>>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Page<SessionDto>> {
-    let sessions = s.access.sessions().clone();
+    let sessions = access.sessions().clone();
     let all = blocking(move || sessions.list()).await?;
     Ok(Page::from_all(all, &q)?.map(|x| dto(x, &principal)))
 }
 
-async fn end_session(State(s): State<ApiState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
-    let sessions = s.access.sessions().clone();
+async fn end_session(
+    State(access): State<Arc<Access>>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let sessions = access.sessions().clone();
     let ended = blocking(move || sessions.end(&id)).await?;
     tracing::info!(session = %ended.id, "owner session ended");
     Ok(StatusCode::NO_CONTENT)
 }
 
 async fn logout(
-    State(s): State<ApiState>,
+    State(access): State<Arc<Access>>,
     principal: Option<Extension<Principal>>,
 ) -> ApiResult<Response> {
     let Some(Extension(Principal::Session(id))) = principal else {
@@ -186,11 +209,11 @@ async fn logout(
             "logout ends a browser session; this request used the owner token",
         ));
     };
-    let sessions = s.access.sessions().clone();
+    let sessions = access.sessions().clone();
     blocking(move || sessions.end(&id)).await?;
     let clear = format!(
         "{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0",
-        s.access.cookie_name()
+        access.cookie_name()
     );
     let mut resp = StatusCode::NO_CONTENT.into_response();
     resp.headers_mut().insert(
