@@ -468,3 +468,55 @@ async fn dial(endpoint: &Endpoint, addr: iroh::EndpointAddr) -> Result<(Connecti
         }
     }
 }
+
+/// Feeds the link into the node's own event stream until `ring` shuts down: every hub
+/// event relayed for this device (its `seq` kept as `hub_seq`, renumbered by the ring so
+/// a client of the node resumes on the node's numbers), a `{"type":"lost","source":
+/// "hub"}` when the hub no longer has the events the link asked for (reload chat and
+/// approvals), and `{"type":"hub","online":…}` whenever the link goes up or down, so a
+/// UI can show that the hub is out of reach.
+pub fn publish_into(link: &HubLink, ring: &Arc<hearth_ui::events::EventRing>) {
+    use futures_util::StreamExt;
+
+    let events = link.events(None);
+    let mut state = link.state();
+    let stopping = ring.stopping();
+    let out = ring.clone();
+    ring.spawn(async move {
+        tokio::pin!(events);
+        tokio::pin!(stopping);
+        let mut online = None;
+        loop {
+            let now = matches!(*state.borrow_and_update(), LinkState::Online { .. });
+            if online != Some(now) {
+                online = Some(now);
+                out.publish(serde_json::json!({ "type": "hub", "online": now }), None);
+            }
+            tokio::select! {
+                _ = &mut stopping => return,
+                changed = state.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                ev = events.next() => match ev {
+                    Some(Value::Object(mut fields)) => {
+                        if fields.get("type").and_then(Value::as_str) == Some("resync") {
+                            out.publish(
+                                serde_json::json!({ "type": "lost", "source": "hub", "count": 0 }),
+                                None,
+                            );
+                            continue;
+                        }
+                        if let Some(seq) = fields.remove("seq") {
+                            fields.insert("hub_seq".into(), seq);
+                        }
+                        out.publish(Value::Object(fields), None);
+                    }
+                    Some(_) => {}
+                    None => return,
+                },
+            }
+        }
+    });
+}

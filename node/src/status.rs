@@ -270,8 +270,8 @@ impl StatusBoard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
     use hearth_net::ConnPath;
+    use std::time::Duration;
 
     #[tokio::test]
     async fn the_board_follows_the_sync_loop_and_remembers_the_last_sync() {

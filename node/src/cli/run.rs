@@ -1,6 +1,7 @@
-//! `hearth run`: bind the endpoint, follow the pinned hub, serve the node's API on
-//! loopback, print status lines; on a signal, stop in order: HTTP stops accepting, the
-//! event sockets close, open requests finish, the sync session stops and flushes, the
+//! `hearth run`: bind the endpoint, follow the pinned hub, keep the line to its agent
+//! (`HubLink`), serve the node's API on loopback (the replica's routes and the relayed
+//! ones), print status lines; on a signal, stop in order: HTTP stops accepting, the
+//! event sockets close, the hub link closes, open requests finish, the sync session stops and flushes, the
 //! endpoint closes, the replica checkpoints its WAL.
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
@@ -8,7 +9,10 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 use crate::{
     api::{self, server::ApiServer},
     config::NodeConfig,
-    nodedb, run_sync_loop,
+    hub_link::{self, HubLink},
+    nodedb,
+    relay_routes::relay_routes,
+    run_sync_loop,
     status::{SavedStatus, StatusBoard},
     HubAddr, HubLocator, NodeError, SyncStatus,
 };
@@ -108,8 +112,13 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         .await
         .context("binding the node endpoint")?;
 
-    // The numbered event stream: the replica's document events from now on.
+    // The line to the hub's agent (chat, approvals, settings, devices): relayed, never
+    // waited for; requests answer 503 `hub_unreachable` at once while it is down.
+    let link = HubLink::start(endpoint.clone(), hub_addr.clone());
+    // The numbered event stream: the replica's document events from now on, and the
+    // hub's events for this device (chat, approvals, devices) while the link is up.
     let events = Arc::new(EventRing::new());
+    hub_link::publish_into(&link, &events);
     let listener = match http {
         Some(addr) => Some(api::server::bind(addr, args.http_allow_remote).await?),
         None => None,
@@ -140,7 +149,7 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
             ));
             let state =
                 api::NodeApiState::new(store.clone(), access, events.clone(), board.clone());
-            let routes = api::routes(&state);
+            let routes = api::routes(&state).merge(relay_routes(link.clone()));
             Some(ApiServer::start(
                 listener,
                 api::router(state, routes),
@@ -211,6 +220,8 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         s.stop_accepting();
     }
     events.shutdown().await;
+    // Relayed streams (a chat's answer) end with the link, so the drain is short.
+    link.shutdown().await;
     if let Some(s) = server {
         s.drain(Duration::from_secs(10)).await;
     }
