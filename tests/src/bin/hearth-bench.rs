@@ -22,7 +22,10 @@
 //! (default 2,000), against `GET /api/v1/health` as the reference in the same run
 //! (ratios printed); then the same workloads against a node's API (`hearth run` online
 //! with a hub of its own, starting empty like the hub), printed as `api_node_*` with the
-//! node's figures divided by the hub's.
+//! node's figures divided by the hub's; and the time to a chat's first token (a fake
+//! Anthropic server on 127.0.0.1 streaming its real SSE format) asked on the hub's API
+//! against the same turn asked on the node's API and relayed over `hearth/rpc/1`
+//! (`api_chat_first_token_*`, `api_node_chat_first_token_*`, and the added p50).
 
 use std::{
     path::{Path, PathBuf},
@@ -720,14 +723,43 @@ fn api_bench(opts: &Opts) -> anyhow::Result<()> {
     let hub_home = dir.path().join("hub2");
     let node = NodeHome::new(&bins, dir.path().join("node"))?;
     allow(&bins, &hub_home, &node.id)?;
-    let hub = HubProc::start(&bins, &hub_home, 0)?;
+    // The hub behind the node also answers chat, from a fake model on loopback.
+    let model = rt.block_on(fake_model())?;
+    set_key(&bins, &hub_home)?;
+    let model_url = format!("http://{model}");
+    let hub = HubProc::start_with_env(
+        &bins,
+        &hub_home,
+        0,
+        &[("HEARTH_ANTHROPIC_URL", model_url.as_str())],
+    )?;
     let mut proc = start_caught_up(&node, &hub)?;
     let node_http = node.http_addr()?;
     let node_token = node.owner_token()?;
     let result = api_rows(&rt, &format!("http://{node_http}"), &node_token, opts);
+    // First token: the same turn on the hub's API, then relayed through the node.
+    let chat = result.and_then(|rows| {
+        let hub_http = hub.http.context("the hub has no HTTP address")?;
+        let hub_token = hub.owner_token()?;
+        let turns = CHAT_TURNS;
+        progress(&format!(
+            "chat first token: {turns} turns on the hub, {turns} relayed"
+        ));
+        let on_hub = rt.block_on(first_tokens(
+            &format!("http://{hub_http}"),
+            &hub_token,
+            turns,
+        ))?;
+        let via_node = rt.block_on(first_tokens(
+            &format!("http://{node_http}"),
+            &node_token,
+            turns,
+        ))?;
+        Ok((rows, on_hub, via_node))
+    });
     proc.terminate();
     drop(hub);
-    let node_rows = result?;
+    let (node_rows, on_hub, via_node) = chat?;
     print_api_rows("api_node", &node_rows);
     for ((name, hub_rps, _, hub_p99), (_, rps, _, p99)) in hub_rows.iter().zip(&node_rows).skip(1) {
         figure(
@@ -741,5 +773,115 @@ fn api_bench(opts: &Opts) -> anyhow::Result<()> {
             "ratio",
         );
     }
+    for (prefix, lat) in [("api_chat", &on_hub), ("api_node_chat", &via_node)] {
+        figure(
+            &format!("{prefix}_first_token_p50"),
+            format!("{:.2}", percentile(lat, 0.5)),
+            "ms",
+        );
+        figure(
+            &format!("{prefix}_first_token_p99"),
+            format!("{:.2}", percentile(lat, 0.99)),
+            "ms",
+        );
+    }
+    figure(
+        "api_node_chat_first_token_added_p50",
+        format!(
+            "{:.2}",
+            percentile(&via_node, 0.5) - percentile(&on_hub, 0.5)
+        ),
+        "ms",
+    );
+    figure(
+        "ratio_api_node_chat_first_token_p50_vs_hub",
+        format!(
+            "{:.2}",
+            percentile(&via_node, 0.5) / percentile(&on_hub, 0.5)
+        ),
+        "ratio",
+    );
     Ok(())
+}
+
+/// Chat turns per side in `hearth-bench api`.
+const CHAT_TURNS: usize = 50;
+
+/// A fake Anthropic server on 127.0.0.1 answering every turn with the same short text,
+/// in the provider's streaming format.
+async fn fake_model() -> anyhow::Result<std::net::SocketAddr> {
+    use axum::{body::Body, response::Response, routing::post, Router};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let reply = hearth_tests::agent_bench::anthropic_text_turn("Here is the first token.");
+    let app = Router::new().route(
+        "/v1/messages",
+        post(move || {
+            let reply = reply.clone();
+            async move {
+                Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(Body::from(reply))
+                    .unwrap_or_default()
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(addr)
+}
+
+/// Stores a provider key on the hub at `home` (before it starts).
+fn set_key(bins: &Binaries, home: &Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut c = bins.hub(home);
+    c.args(["set-key", "anthropic"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null());
+    let mut child = c.spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(b"sk-bench\n")?;
+    }
+    anyhow::ensure!(child.wait()?.success(), "set-key failed");
+    Ok(())
+}
+
+/// `turns` chat turns, one after another, through the API at `base`: the milliseconds
+/// from sending each until its first `text` event arrived, sorted.
+async fn first_tokens(base: &str, token: &str, turns: usize) -> anyhow::Result<Vec<f64>> {
+    use futures_util::StreamExt;
+    hearth_hub::hub_client::install_crypto_provider();
+    let client = reqwest::Client::builder().no_proxy().build()?;
+    let mut lat = Vec::with_capacity(turns);
+    for i in 0..turns {
+        let body = serde_json::json!({ "message": "hello", "conversation": format!("bench-{i}") });
+        let t = Instant::now();
+        let resp = client
+            .post(format!("{base}/api/v1/chat"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            let status = resp.status();
+            bail!("chat: {status}: {}", resp.text().await.unwrap_or_default());
+        }
+        let mut stream = resp.bytes_stream();
+        let mut seen = String::new();
+        let mut first = None;
+        while let Some(chunk) = stream.next().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk?));
+            if first.is_none() && seen.contains("\"type\":\"text\"") {
+                first = Some(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            if seen.contains("\"type\":\"finished\"") || seen.contains("\"type\":\"error\"") {
+                break;
+            }
+        }
+        lat.push(first.with_context(|| format!("no text in the turn: {seen}"))?);
+    }
+    lat.sort_by(f64::total_cmp);
+    Ok(lat)
 }
