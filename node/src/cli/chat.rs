@@ -125,62 +125,97 @@ async fn turn(
     }
     let mut resp = node.send(Method::POST, "/chat", Some(&body), None).await?;
     let mut lines = EventLines::default();
-    let mut out = std::io::stdout();
+    let mut out = Screen::default();
     loop {
         let chunk = match resp.chunk().await {
             Ok(Some(chunk)) => chunk,
             Ok(None) => break,
-            Err(e) => return Ok(cut(&format!("the answer broke off: {e}"))),
+            Err(e) => return Ok(cut(&mut out, &format!("the answer broke off: {e}"))),
         };
         let events = match lines.feed(&chunk) {
             Ok(events) => events,
-            Err(e) => return Ok(cut(&e)),
+            Err(e) => return Ok(cut(&mut out, &e)),
         };
         for event in events {
             match shown(&event) {
-                Shown::Print(text) => {
-                    print!("{text}");
-                    let _ = out.flush();
-                }
-                Shown::Approval(ask) => decide(node, &ask, answer).await,
+                Shown::Print(text) => out.print(&text),
+                Shown::Approval(ask) => decide(node, &mut out, &ask, answer).await,
                 Shown::End { printed, end } => {
-                    print!("{printed}");
-                    let _ = out.flush();
+                    out.print(&printed);
                     return Ok(end);
                 }
                 Shown::Nothing => {}
             }
         }
     }
-    Ok(cut("the answer ended before the turn finished"))
+    Ok(cut(&mut out, "the answer ended before the turn finished"))
 }
 
 /// Ends a turn whose answer stopped early.
-fn cut(why: &str) -> TurnEnd {
-    println!("\n[{why}]");
+fn cut(out: &mut Screen, why: &str) -> TurnEnd {
+    out.print(&format!("\n[{why}]\n"));
     TurnEnd::Failed(why.to_string())
 }
 
+/// Standard output, remembering whether the cursor is at the start of a line so that a
+/// block that must begin on a line of its own adds no blank line.
+#[derive(Debug)]
+struct Screen {
+    at_line_start: bool,
+}
+
+impl Default for Screen {
+    fn default() -> Self {
+        Self {
+            at_line_start: true,
+        }
+    }
+}
+
+impl Screen {
+    /// What to write for `text`: its leading line end dropped at the start of a line.
+    fn layout<'t>(&mut self, text: &'t str) -> &'t str {
+        let text = match text.strip_prefix('\n') {
+            Some(rest) if self.at_line_start => rest,
+            _ => text,
+        };
+        if let Some(last) = text.chars().last() {
+            self.at_line_start = last == '\n';
+        }
+        text
+    }
+
+    fn print(&mut self, text: &str) {
+        let text = self.layout(text);
+        let mut out = std::io::stdout();
+        // A closed terminal ends the process on the next prompt; the turn goes on.
+        let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    }
+}
+
 /// Asks (or answers by flag) one approval request and posts the decision.
-async fn decide(node: &NodeClient, ask: &ApprovalAsk, answer: Answer) {
-    let question = format!("approve {} {}? [y/N] ", ask.name, ask.args);
+async fn decide(node: &NodeClient, out: &mut Screen, ask: &ApprovalAsk, answer: Answer) {
+    let question = format!("\napprove {} {}? [y/N] ", ask.name, ask.args);
     let approve = match answer {
         Answer::Yes => {
-            println!("\n{question}yes (--yes)");
+            out.print(&format!("{question}yes (--yes)\n"));
             true
         }
         Answer::No => {
-            println!("\n{question}no (--no)");
+            out.print(&format!("{question}no (--no)\n"));
             false
         }
         Answer::Ask => {
-            print!("\n{question}");
-            let _ = std::io::stdout().flush();
+            out.print(&question);
             match read_stdin_line().await {
-                Ok(Some(line)) => is_yes(&line),
+                Ok(Some(line)) => {
+                    // The person's Enter ended the line (a pipe's does not show).
+                    out.at_line_start = true;
+                    is_yes(&line)
+                }
                 // No terminal to ask (or it closed): the safe answer.
                 Ok(None) | Err(_) => {
-                    println!();
+                    out.print("\n");
                     false
                 }
             }
@@ -194,7 +229,7 @@ async fn decide(node: &NodeClient, ask: &ApprovalAsk, answer: Answer) {
     let path = format!("/approvals/{}", ask.id);
     if let Err(e) = node.call(Method::POST, &path, Some(&body)).await {
         // Another screen may have answered first; the turn goes on either way.
-        println!("[{e}]");
+        out.print(&format!("\n[{e}]\n"));
     }
 }
 
@@ -426,5 +461,18 @@ mod tests {
             assert_eq!(shown(quiet), Shown::Nothing, "{quiet}");
         }
         assert!(is_yes(" y\n") && is_yes("yes") && !is_yes("") && !is_yes("n"));
+    }
+
+    #[test]
+    fn a_block_on_its_own_line_adds_no_blank_line() {
+        let mut screen = Screen::default();
+        assert_eq!(screen.layout("\n⚙ notes_query {}\n"), "⚙ notes_query {}\n");
+        assert_eq!(screen.layout("Hello"), "Hello");
+        assert_eq!(screen.layout("\n⚙ x {}\n"), "\n⚙ x {}\n");
+        assert_eq!(screen.layout(""), "");
+        assert_eq!(screen.layout("\n"), "");
+        assert_eq!(screen.layout("\n"), "", "a line end at the start of a line is dropped");
+        assert_eq!(screen.layout("ok"), "ok");
+        assert_eq!(screen.layout("\n"), "\n");
     }
 }

@@ -8,7 +8,7 @@
 
 use std::{path::Path, time::Duration};
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use hearth_ui::access::{OwnerToken, Server};
 use serde_json::Value;
 
@@ -58,9 +58,13 @@ pub(crate) struct NodeClient {
 impl NodeClient {
     /// Finds the running node's API and reads its owner token.
     pub(crate) fn connect(home: &Path) -> anyhow::Result<Self> {
-        let addr = std::fs::read_to_string(home.join(ADDR_FILE)).context(
-            "`hearth run` is not serving an API here (no node.http): start `hearth run` first",
-        )?;
+        let addr = match std::fs::read_to_string(home.join(ADDR_FILE)) {
+            Ok(addr) => addr,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                bail!("`hearth run` is not serving an API here (no node.http): start `hearth run` first")
+            }
+            Err(e) => return Err(e).context(format!("reading {ADDR_FILE} in {}", home.display())),
+        };
         let addr = addr.trim().to_string();
         let token = OwnerToken::read(home, Server::Node)?;
         // Built beside the hub, reqwest wants a crypto provider even for plain HTTP.
