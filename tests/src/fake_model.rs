@@ -27,7 +27,13 @@ pub fn main_with_args(args: &[std::ffi::OsString]) -> anyhow::Result<()> {
             .context(USAGE)?
             .to_string();
         match flag.to_str() {
-            Some("--bind") => bind = Some(value.parse::<SocketAddr>().context("--bind takes ip:port")?),
+            Some("--bind") => {
+                bind = Some(
+                    value
+                        .parse::<SocketAddr>()
+                        .context("--bind takes ip:port")?,
+                )
+            }
             Some("--text") => text = Some(value),
             _ => bail!(USAGE),
         }

@@ -106,7 +106,10 @@ pub(crate) async fn run(home: &Path, args: ChatArgs) -> anyhow::Result<()> {
 async fn read_stdin_line() -> anyhow::Result<Option<String>> {
     let read = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line).map(|n| (n, line))
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map(|n| (n, line))
     })
     .await??;
     Ok((read.0 > 0).then_some(read.1))
@@ -423,7 +426,9 @@ mod tests {
             Shown::Print(format!("✗ {}…\n", "x".repeat(RESULT_CHARS)))
         );
         assert_eq!(
-            shown(r#"{"type":"approval_requested","id":"a1","name":"notes_delete","args":{"id":"n"},"project":"p","conversation":"terminal"}"#),
+            shown(
+                r#"{"type":"approval_requested","id":"a1","name":"notes_delete","args":{"id":"n"},"project":"p","conversation":"terminal"}"#
+            ),
             Shown::Approval(ApprovalAsk {
                 id: "a1".into(),
                 name: "notes_delete".into(),
@@ -471,7 +476,11 @@ mod tests {
         assert_eq!(screen.layout("\n⚙ x {}\n"), "\n⚙ x {}\n");
         assert_eq!(screen.layout(""), "");
         assert_eq!(screen.layout("\n"), "");
-        assert_eq!(screen.layout("\n"), "", "a line end at the start of a line is dropped");
+        assert_eq!(
+            screen.layout("\n"),
+            "",
+            "a line end at the start of a line is dropped"
+        );
         assert_eq!(screen.layout("ok"), "ok");
         assert_eq!(screen.layout("\n"), "\n");
     }

@@ -196,7 +196,10 @@ mod tests {
             reqwest::StatusCode::NOT_FOUND,
             r#"{"error":{"code":"not_found","message":"no project Work"}}"#,
         );
-        assert_eq!(e.to_string(), "the node said 404 Not Found: no project Work");
+        assert_eq!(
+            e.to_string(),
+            "the node said 404 Not Found: no project Work"
+        );
         let e = refusal(reqwest::StatusCode::BAD_GATEWAY, "plain words");
         assert_eq!(e.to_string(), "the node said 502 Bad Gateway: plain words");
     }

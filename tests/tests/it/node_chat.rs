@@ -111,7 +111,14 @@ async fn hearth_chat_streams_the_hubs_reply_answers_approvals_and_says_when_the_
     let node_http: SocketAddr = node.http_addr()?;
     let node_token = node.owner_token()?;
     let relayed_status = move || -> anyhow::Result<u16> {
-        Ok(http_request(node_http, Some(&node_token), "GET", "/api/v1/approvals", None)?.0)
+        Ok(http_request(
+            node_http,
+            Some(&node_token),
+            "GET",
+            "/api/v1/approvals",
+            None,
+        )?
+        .0)
     };
     {
         let probe = relayed_status.clone();
@@ -154,7 +161,13 @@ async fn hearth_chat_streams_the_hubs_reply_answers_approvals_and_says_when_the_
     }
     let out = chat(
         &node,
-        &["--message", "drop the old plan", "--project", "general", "--no"],
+        &[
+            "--message",
+            "drop the old plan",
+            "--project",
+            "general",
+            "--no",
+        ],
         "",
     )
     .await?;
@@ -162,7 +175,10 @@ async fn hearth_chat_streams_the_hubs_reply_answers_approvals_and_says_when_the_
     assert!(out.status.success(), "{said} {}", text(&out.stderr));
     for want in [
         format!("⚙ notes_delete {}", json!({"id": old_id})),
-        format!("approve notes_delete {}? [y/N] no (--no)", json!({"id": old_id})),
+        format!(
+            "approve notes_delete {}? [y/N] no (--no)",
+            json!({"id": old_id})
+        ),
         "✗ the owner denied this tool call".into(),
         "Kept the old plan.".into(),
     ] {
@@ -237,7 +253,9 @@ async fn hearth_chat_streams_the_hubs_reply_answers_approvals_and_says_when_the_
     let err = text(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        err.contains(&format!("no `hearth run` answers at {dead}: start `hearth run` first")),
+        err.contains(&format!(
+            "no `hearth run` answers at {dead}: start `hearth run` first"
+        )),
         "{err}"
     );
     Ok(())
