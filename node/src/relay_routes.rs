@@ -41,11 +41,14 @@ pub fn relay_routes<S: Clone + Send + Sync + 'static>(link: HubLink) -> ApiRoute
     routes
 }
 
+/// What a `hub_unreachable` message says after its reason (clients may replace it).
+pub(crate) const NEEDS_THE_HUB: &str = "chat, approvals, history, settings and devices need the hub; this works again by itself once the hub is reachable";
+
 fn unreachable(why: &LinkError) -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "hub_unreachable",
-        format!("{why}: chat, approvals, history, settings and devices need the hub; this works again by itself once the hub is reachable"),
+        format!("{why}: {NEEDS_THE_HUB}"),
     )
 }
 

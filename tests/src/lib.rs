@@ -5,7 +5,8 @@
 //! hub's or the node's real command line, see [`multicall`]); [`Proc`] is a child process
 //! whose stdout lines can be awaited and whose stderr goes to a file; [`HubProc`] and
 //! [`NodeHome`] wrap the usual steps; [`relay`] runs a local iroh relay for the
-//! away-from-home tests. Nothing here sends a packet off this machine.
+//! away-from-home tests and [`fake_model`] a model provider a namespaced hub can reach.
+//! Nothing here sends a packet off this machine.
 
 use std::{
     ffi::OsString,
@@ -20,11 +21,12 @@ use std::{
 use anyhow::{anyhow, bail, Context};
 
 pub mod agent_bench;
+pub mod fake_model;
 pub mod relay;
 
 /// Dispatches `argv[1]` to the hub's (`hearth-hub`) or node's (`hearth`) command line,
-/// or to a local iroh relay (`relay`, see [`relay`]). Returns `None` if argv[1] is none
-/// of these.
+/// to a local iroh relay (`relay`, see [`relay`]) or to a fake model provider
+/// (`fake-model`, see [`fake_model`]). Returns `None` if argv[1] is none of these.
 pub fn multicall() -> Option<anyhow::Result<()>> {
     let args: Vec<OsString> = std::env::args_os().collect();
     let which = args.get(1)?.to_str()?.to_string();
@@ -33,6 +35,7 @@ pub fn multicall() -> Option<anyhow::Result<()>> {
         "hearth-hub" => Some(hearth_hub::cli::main_with_args(rest)),
         "hearth" => Some(hearth_node::cli::main_with_args(rest)),
         "relay" => Some(relay::main_with_args(&rest[1..])),
+        "fake-model" => Some(fake_model::main_with_args(&rest[1..])),
         _ => None,
     }
 }
@@ -87,6 +90,14 @@ impl Binaries {
     pub fn relay(&self) -> Command {
         let mut c = self.command();
         c.arg("relay");
+        c
+    }
+
+    /// A fake model provider answering `text` to every turn, `hearth-testbin fake-model`
+    /// (add `--bind <ip:port>`; it prints `fake-model ready url=…`).
+    pub fn fake_model(&self, text: &str) -> Command {
+        let mut c = self.command();
+        c.args(["fake-model", "--text", text]);
         c
     }
 

@@ -3,6 +3,7 @@
 //!
 //! A binary edge: `anyhow` is allowed here and nowhere else in the crate.
 
+pub(crate) mod chat;
 pub(crate) mod client;
 pub(crate) mod note;
 pub(crate) mod pair;
@@ -71,6 +72,9 @@ enum Command {
     Run(run::RunArgs),
     /// The pinned hub, online or not, the last sync and the changes waiting for the hub.
     Status,
+    /// Talk to the hub's agent through the running `hearth run`: one `--message`, or
+    /// one message per line of standard input.
+    Chat(chat::ChatArgs),
     /// Print a one-time login link for this node's API and open it in a browser.
     Open {
         /// Print the link only; do not start a browser.
@@ -120,6 +124,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> any
             rt.block_on(run::run(home, args))
         }
         Command::Status => runtime()?.block_on(status::run(&home)),
+        Command::Chat(args) => runtime()?.block_on(chat::run(&home, args)),
         Command::Open { no_browser, ttl } => {
             runtime()?.block_on(client::open(&home, ttl, !no_browser))
         }

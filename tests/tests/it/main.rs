@@ -8,6 +8,7 @@ mod crash;
 mod events;
 mod lan;
 mod node_api;
+mod node_chat;
 mod node_relay;
 mod pair_flood;
 mod pairing;

@@ -7,7 +7,9 @@
 //! the hub is down and keeps trying until the hub is back; notes then sync both ways
 //! through the relay; then a direct link between the two namespaces appears and the
 //! node's connection moves to it by itself (`hearth path=direct`), still syncing; when
-//! the link goes again, traffic falls back to the relay (`hearth path=relay`).
+//! the link goes again, traffic falls back to the relay (`hearth path=relay`). On both
+//! paths `hearth chat` on the laptop talks to the hub's agent (a fake model in the hub's
+//! namespace, `hearth-testbin fake-model`) through the node's API and `hearth/rpc/1`.
 //!
 //! ```text
 //!   hub ns 10.203.1.2 ── 10.203.1.1 relay ns 10.203.2.1 ── 10.203.2.2 node ns
@@ -20,7 +22,8 @@
 //! only `hearth/pair/2` brings the hub's relay in the pairing answer.
 
 use std::{
-    process::Command,
+    io::Write,
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -31,6 +34,8 @@ use iroh_tickets::Ticket;
 use crate::{bins, sub, tempdir};
 
 const RELAY_URL: &str = "http://10.203.1.1:3340/";
+/// What the fake model in the hub's namespace answers.
+const REPLY: &str = "Hello from home, wherever you are.";
 const WAIT: Duration = Duration::from_secs(60);
 
 fn ip(args: &[&str]) -> anyhow::Result<()> {
@@ -163,8 +168,10 @@ fn node_cmd(bins: &Binaries, home: &std::path::Path) -> Command {
     c
 }
 
-fn start_hub(bins: &Binaries, home: &std::path::Path) -> anyhow::Result<Proc> {
+/// Starts the hub with its model provider at `model_url`.
+fn start_hub(bins: &Binaries, home: &std::path::Path, model_url: &str) -> anyhow::Result<Proc> {
     let mut c = hub_cmd(bins, home);
+    c.env("HEARTH_ANTHROPIC_URL", model_url);
     c.args([
         "--bind",
         "0.0.0.0:7447",
@@ -193,6 +200,59 @@ fn wait_seen(proc: &Proc, what: &str, pred: impl Fn(&str) -> bool) -> anyhow::Re
         )
     })?;
     found.ok_or_else(|| anyhow::anyhow!("{what}: not seen"))
+}
+
+/// Gives the hub a provider key, as the owner does once (`set-key` reads standard input).
+fn set_model_key(bins: &Binaries, home: &std::path::Path) -> anyhow::Result<()> {
+    let mut c = hub_cmd(bins, home);
+    c.args(["set-key", "anthropic"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn()?;
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(b"sk-test-away\n")?;
+    }
+    let out = child.wait_with_output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "set-key failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
+/// `hearth chat --message … --yes` on the laptop prints the hub's reply. The agent's line
+/// comes up beside the sync session: while the node still answers that the hub is out of
+/// reach, it asks again.
+fn chat_reaches_the_agent(node_bins: &Binaries, home: &std::path::Path) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let deadline = started + WAIT;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let mut c = node_cmd(node_bins, home);
+        c.args(["chat", "--message", "are you there?", "--yes"])
+            .stdin(Stdio::null());
+        let out = c.output()?;
+        let (said, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        if out.status.success() {
+            anyhow::ensure!(said.contains(REPLY), "no reply in {said:?}; stderr: {err}");
+            eprintln!(
+                "relay test: chat answered in {} s ({tries} tries)",
+                started.elapsed().as_secs_f32()
+            );
+            return Ok(());
+        }
+        anyhow::ensure!(
+            err.contains("the hub is out of reach") && Instant::now() < deadline,
+            "hearth chat failed: {said} {err}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// Adds a note on `from` and waits until `to` shows it.
@@ -227,6 +287,15 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
     c.args(["--bind", "10.203.1.1:3340"]);
     let relay = Proc::spawn("relay", c, sub(&dir, "relay.stderr"))?;
     relay.wait_line(WAIT, |l| l.starts_with("relay ready"))?;
+    // The hub's model provider lives beside it, on the hub namespace's own loopback.
+    let mut c = hub_bins.fake_model(REPLY);
+    c.args(["--bind", "127.0.0.1:0"]);
+    let model = Proc::spawn("fake-model", c, sub(&dir, "model.stderr"))?;
+    let ready = model.wait_line(WAIT, |l| l.starts_with("fake-model ready"))?;
+    let model_url = ready
+        .strip_prefix("fake-model ready url=")
+        .unwrap_or_default()
+        .to_string();
 
     // The owner sets the relay once, in hub.json; the hub says what that means.
     let hub_home = sub(&dir, "hub");
@@ -235,7 +304,8 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
         hub_home.join("hub.json"),
         format!(r#"{{"relay": "{RELAY_URL}"}}"#),
     )?;
-    let mut hub = start_hub(&hub_bins, &hub_home)?;
+    set_model_key(&host, &hub_home)?;
+    let mut hub = start_hub(&hub_bins, &hub_home, &model_url)?;
     let notice = wait_seen(&hub, "the hub's relay notice", |l| {
         l.starts_with("Away from home")
     })?;
@@ -261,7 +331,7 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
     let pairing = Proc::spawn("pair", c, node_home.join("pair.stderr"))?;
     pairing.wait_line(WAIT, |l| l.starts_with("hearth pair waiting"))?;
     let hub_back_at = Instant::now();
-    let hub = start_hub(&hub_bins, &hub_home)?;
+    let hub = start_hub(&hub_bins, &hub_home, &model_url)?;
     let line = pairing.wait_line(WAIT, |l| l.starts_with("hearth pair code="))?;
     let code = line
         .split_whitespace()
@@ -288,6 +358,8 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
     let laptop = NodeHome::new(&host, node_home.clone())?;
     note_travels(&hub_docs, &laptop, "from home, through the relay")?;
     note_travels(&laptop, &hub_docs, "from the road, through the relay")?;
+    // The laptop talks to the agent at home, through the relay.
+    chat_reaches_the_agent(&node_bins, &node_home)?;
 
     // The laptop comes home: a direct link appears and the connection moves to it.
     let linked_at = Instant::now();
@@ -297,9 +369,14 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
         "relay test: direct path {} s after the link appeared",
         linked_at.elapsed().as_secs_f32()
     );
-    assert!(laptop.cli(&["status"])?.contains("path: direct"));
+    // Asked inside the laptop's namespace, where its API listens.
+    let mut c = node_cmd(&node_bins, &node_home);
+    c.arg("status");
+    let status = hearth_tests::run_ok(c)?;
+    assert!(status.contains("path: direct"), "{status}");
     note_travels(&hub_docs, &laptop, "from home, direct")?;
     note_travels(&laptop, &hub_docs, "from the laptop, direct")?;
+    chat_reaches_the_agent(&node_bins, &node_home)?;
     assert!(
         !node
             .stdout_lines()
@@ -321,7 +398,7 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
         unlinked_at.elapsed().as_secs_f32()
     );
     note_travels(&hub_docs, &laptop, "from home, through the relay again")?;
-    drop((node, pairing, hub, relay));
+    drop((node, pairing, hub, model, relay));
     drop(away);
     Ok(())
 }
