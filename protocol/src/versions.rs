@@ -322,7 +322,7 @@ mod tests {
         let with_rpc = VersionInfo::current();
         assert_eq!(
             with_rpc.encode(),
-            b"hearth-versions\nsync 1\npair 1\nrpc 1\n"
+            b"hearth-versions\nsync 1\npair 1 2\nrpc 1\n"
         );
         assert_eq!(VersionInfo::decode(&with_rpc.encode()), Ok(with_rpc));
         // Later releases may add lines; this one ignores them.
