@@ -1,4 +1,7 @@
 //! References between documents: projects, parents, subtasks, cycles.
+//!
+//! A project's parent is checked where it is written, in its placement
+//! (`placement::place`, through [`refuse_cycle`]), not here.
 
 use super::*;
 
@@ -61,7 +64,6 @@ impl Inner {
                     ));
                 }
             }
-            (Kind::Project, Some(parent)) => refuse_cycle(tx, id, *parent, true)?,
             _ => {}
         }
         Ok(())
