@@ -400,7 +400,8 @@ fn forged_placement(project: DocId, parent: Option<DocId>) -> AutoCommit {
         doc.put(ROOT, "pad", i).expect("pad");
     }
     doc.put(ROOT, "kind", "placement").expect("kind");
-    doc.put(ROOT, "project", project.to_string()).expect("project");
+    doc.put(ROOT, "project", project.to_string())
+        .expect("project");
     match parent {
         Some(p) => doc.put(ROOT, "parent", p.to_string()).expect("parent"),
         None => doc
@@ -567,7 +568,8 @@ fn placement_that_speaks_for_another_project_is_refused() {
     assert_eq!(hub.quarantined_blocking().expect("q"), 1);
     // Rewriting which project a real placement places, from a full peer.
     let snap = edited_placement(&hub, f.clients, |doc| {
-        doc.put(ROOT, "project", f.loose.to_string()).expect("project")
+        doc.put(ROOT, "project", f.loose.to_string())
+            .expect("project")
     });
     let _ = import(&hub, vec![snap], None);
     assert_eq!(parent_of(&hub, f.clients), Some(f.work));
@@ -670,7 +672,10 @@ fn scoped_subproject_waits_for_its_placement_then_is_stored() {
     .expect("import");
     assert_eq!(parent_of(&hub, drafts.id), Some(f.work));
     assert_eq!(
-        hub.get_blocking::<Note>(note.id).expect("note").value.project,
+        hub.get_blocking::<Note>(note.id)
+            .expect("note")
+            .value
+            .project,
         Some(drafts.id)
     );
     assert!(scope_of(&hub, f.work).contains_project(&drafts.id));
@@ -700,6 +705,15 @@ fn local_moves_refuse_cycles_and_unknown_parents() {
             },
         )
         .expect_err("unknown parent");
-    assert!(matches!(err, StoreError::Invalid { field: "parent", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            StoreError::Invalid {
+                field: "parent",
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(parent_of(&s, f.work), Some(f.home));
 }

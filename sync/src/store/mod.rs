@@ -90,8 +90,8 @@ use crate::{
         apply_edit, derive_any, now_ms, read_bool, read_i64, read_str, validate_slug, write_header,
         Derived, DocId, Entity, Kind, Patch, Record,
     },
-    placement::PLACEMENT_KIND,
     error::StoreError,
+    placement::PLACEMENT_KIND,
     summary::{doc_digest, root_digest, xor_into, BUCKETS, EMPTY},
 };
 

@@ -185,3 +185,60 @@ impl DocumentStore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiter(awaits: u8, len: usize, origin: u64) -> Waiter {
+        Waiter {
+            awaits: DocId([awaits; 16]),
+            bytes: vec![0; len],
+            scope: DocId([0; 16]),
+            origin: Origin::Peer(PeerTag(origin)),
+        }
+    }
+
+    #[test]
+    fn waiting_documents_are_bounded_in_number_and_bytes() {
+        let mut w = Waiting::new();
+        for i in 0..MAX_WAITING as u32 + 10 {
+            w.add(DocId::random(), waiter((i % 3) as u8, 10, 1));
+        }
+        assert_eq!(w.docs.len(), MAX_WAITING);
+        assert_eq!(w.bytes, MAX_WAITING * 10);
+        let mut w = Waiting::new();
+        w.add(DocId([1; 16]), waiter(1, MAX_WAITING_BYTES + 1, 1));
+        assert!(
+            w.docs.is_empty(),
+            "a document over the byte bound is not kept"
+        );
+        for _ in 0..3 {
+            w.add(DocId::random(), waiter(1, MAX_WAITING_BYTES / 2, 1));
+        }
+        assert_eq!(w.docs.len(), 2);
+        assert!(w.bytes <= MAX_WAITING_BYTES);
+    }
+
+    #[test]
+    fn waiting_documents_leave_with_what_they_wait_for_or_their_session() {
+        let mut w = Waiting::new();
+        let (a, b, c) = (DocId([1; 16]), DocId([2; 16]), DocId([3; 16]));
+        w.add(a, waiter(9, 5, 1));
+        w.add(b, waiter(8, 5, 1));
+        w.add(c, waiter(9, 5, 2));
+        // Offered again: replaced, not counted twice.
+        w.add(a, waiter(9, 7, 1));
+        assert_eq!(w.bytes, 17);
+        let mut ready: Vec<DocId> = w
+            .take_awaiting(&DocId([9; 16]))
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        ready.sort();
+        assert_eq!(ready, [a, c]);
+        w.forget(Origin::Peer(PeerTag(1)));
+        assert!(w.docs.is_empty());
+        assert_eq!(w.bytes, 0);
+    }
+}
