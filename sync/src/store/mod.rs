@@ -124,7 +124,9 @@ pub enum Origin {
     External,
 }
 
-/// A committed change to one document.
+/// A committed change to one document. A change to a project's placement is announced
+/// for the placement and then for the project (its place in the tree moved), so
+/// listeners that know only entities see the move.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DocChange {
     /// The document.
