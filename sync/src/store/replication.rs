@@ -7,8 +7,8 @@ use crate::bounds::Limits;
 pub(super) enum NewDoc {
     /// Stored (or merged, if it arrived meanwhile): the ids to announce.
     Stored(Vec<DocId>),
-    /// Waiting for this document, which decides its place.
-    Waits(DocId),
+    /// Waiting for this document, which decides its place; the new document, unstored.
+    Waits(DocId, AutoCommit),
 }
 
 impl DocumentStore {
@@ -357,13 +357,12 @@ impl DocumentStore {
                 if doc.get_heads().is_empty() {
                     return Ok(());
                 }
-                let bytes = doc.save();
                 match self.store_new(&mut inner, id, doc, loaded.as_ref())? {
                     NewDoc::Stored(ids) => ids,
-                    NewDoc::Waits(awaiting) => {
+                    NewDoc::Waits(awaiting, mut doc) => {
                         drop(inner);
                         if let Some(root) = scope {
-                            self.wait(id, awaiting, bytes, root, origin);
+                            self.wait(id, awaiting, doc.save(), root, origin);
                         }
                         return Err(StoreError::Waiting { id, awaiting });
                     }
@@ -395,7 +394,7 @@ impl DocumentStore {
             if doc_row(&tx, &id)?.is_none() {
                 let kind = match judge_new(&tx, scope, &id, &doc)? {
                     Verdict::Store(kind) => kind,
-                    Verdict::Wait(awaiting) => return Ok(NewDoc::Waits(awaiting)),
+                    Verdict::Wait(awaiting) => return Ok(NewDoc::Waits(awaiting, doc)),
                 };
                 insert_new(&tx, writer, &id, kind.as_str(), &mut doc)?;
                 tx.commit()?;

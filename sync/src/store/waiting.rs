@@ -177,7 +177,7 @@ impl DocumentStore {
         let scope = Scope::load(&inner.conn, waiter.scope)?;
         match self.store_new(&mut inner, id, doc, Some(&scope))? {
             NewDoc::Stored(ids) => Ok(ids),
-            NewDoc::Waits(awaits) => {
+            NewDoc::Waits(awaits, _) => {
                 drop(inner);
                 self.wait(id, awaits, waiter.bytes, waiter.scope, waiter.origin);
                 Ok(Vec::new())
