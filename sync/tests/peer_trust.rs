@@ -502,6 +502,10 @@ fn scoped_device_cannot_move_a_subproject_out_of_its_scope() {
                 .put(ROOT, "parent", automerge::ScalarValue::Null)
                 .expect("parent"),
         });
+        let mut doc = AutoCommit::load(&snap.bytes).expect("load");
+        let err = send_changes(&hub, placement_id(f.clients), &mut doc, f.work)
+            .expect_err("a sync message is refused");
+        assert!(matches!(err, StoreError::OutOfScope { .. }), "{err}");
         let _ = import(&hub, vec![snap], Some(f.work));
         assert_eq!(parent_of(&hub, f.clients), Some(f.work));
     }
@@ -716,4 +720,57 @@ fn local_moves_refuse_cycles_and_unknown_parents() {
         "{err}"
     );
     assert_eq!(parent_of(&s, f.work), Some(f.home));
+}
+
+#[test]
+fn scoped_document_waiting_for_a_project_is_judged_again_when_it_arrives() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    // Notes in two projects the hub does not hold yet wait for them...
+    let note_in = |project: DocId| {
+        let mut note = AutoCommit::new();
+        note.put(ROOT, "kind", "note").expect("kind");
+        note.put(ROOT, "title", "plan").expect("title");
+        note.put(ROOT, "project", project.to_string())
+            .expect("project");
+        note.commit();
+        let id = DocId::random();
+        let _ = import(
+            &hub,
+            vec![snapshot(id, &mut note, "note", "plan")],
+            Some(f.work),
+        );
+        assert!(hub.get_blocking::<Note>(id).is_err());
+        id
+    };
+    let (outside, inside) = (DocId::random(), DocId::random());
+    let (outside_note, inside_note) = (note_in(outside), note_in(inside));
+    // ...and those projects arrive from a full-scope peer, one placed outside the scope
+    // and one inside: each note is judged again against the scope.
+    for (project, parent) in [(outside, f.personal), (inside, f.clients)] {
+        let mut doc = new_project_doc("arrived");
+        let mut placement = forged_placement(project, Some(parent));
+        import(
+            &hub,
+            vec![
+                snapshot(project, &mut doc, "project", "arrived"),
+                snapshot(placement_id(project), &mut placement, "placement", ""),
+            ],
+            None,
+        )
+        .expect("import");
+        hub.verify_all_pending_blocking().expect("verify");
+        assert_eq!(parent_of(&hub, project), Some(parent));
+    }
+    assert!(
+        hub.get_blocking::<Note>(outside_note).is_err(),
+        "a waiting note got in outside the scope"
+    );
+    assert_eq!(
+        hub.get_blocking::<Note>(inside_note)
+            .expect("stored once its project came")
+            .value
+            .project,
+        Some(inside)
+    );
 }

@@ -351,6 +351,22 @@ async fn a_scoped_replica_holds_no_id_outside_its_subtree() {
     let device = replica();
     let mut link = connect(h, &device.store, Some(work));
     link.caught_up().await;
+    // Live: the hub moves the root under `loose`, then makes a subproject inside; only
+    // the subproject (and its placement) reaches the device.
+    h.update_blocking(
+        work,
+        ProjectPatch {
+            parent: Some(Some(loose)),
+            ..ProjectPatch::default()
+        },
+    )
+    .expect("move the root");
+    let live = project(h, "live", Some(clients));
+    let d = device.store.clone();
+    wait_for("the live subproject on the device", || {
+        holds(&d, live) && holds(&d, placement_id(live))
+    })
+    .await;
     link.close().await;
     device.store.verify_all_pending_blocking().expect("verify");
     for id in inside
