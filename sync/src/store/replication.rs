@@ -8,7 +8,7 @@ pub(super) enum NewDoc {
     /// Stored (or merged, if it arrived meanwhile): the ids to announce.
     Stored(Vec<DocId>),
     /// Waiting for this document, which decides its place; the new document, unstored.
-    Waits(DocId, AutoCommit),
+    Waits(DocId, Box<AutoCommit>),
 }
 
 impl DocumentStore {
@@ -394,7 +394,7 @@ impl DocumentStore {
             if doc_row(&tx, &id)?.is_none() {
                 let kind = match judge_new(&tx, scope, &id, &doc)? {
                     Verdict::Store(kind) => kind,
-                    Verdict::Wait(awaiting) => return Ok(NewDoc::Waits(awaiting, doc)),
+                    Verdict::Wait(awaiting) => return Ok(NewDoc::Waits(awaiting, Box::new(doc))),
                 };
                 insert_new(&tx, writer, &id, kind.as_str(), &mut doc)?;
                 tx.commit()?;
