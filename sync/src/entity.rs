@@ -166,6 +166,10 @@ pub trait Entity: Sized + Clone + fmt::Debug + Send + 'static {
     fn validate(&self) -> Result<(), StoreError>;
     /// The queryable projection.
     fn derive(&self) -> Derived;
+    /// Sets the parent that the store keeps outside this entity's document: a project's
+    /// place in the tree lives in its placement document (`crate::placement`). Kinds
+    /// whose references all live in their own document ignore it.
+    fn set_placed_parent(&mut self, _parent: Option<DocId>) {}
 }
 
 /// A change to one field of a document.
@@ -220,8 +224,14 @@ pub enum FieldEdit {
 pub trait Patch: Send + 'static {
     /// The entity it patches.
     type Entity: Entity;
-    /// The field edits it consists of.
+    /// The field edits it makes to the entity's own document.
     fn into_edits(self) -> Vec<FieldEdit>;
+    /// Takes the move in the project tree this patch makes (`Some(None)`: to the top
+    /// level), which the store writes to the project's placement document, not to the
+    /// project's own. Patches of other kinds make none.
+    fn take_placement(&mut self) -> Option<Option<DocId>> {
+        None
+    }
 }
 
 // ---- field helpers ---------------------------------------------------------------------
@@ -271,7 +281,7 @@ pub(crate) fn read_bool(doc: &AutoCommit, key: &str) -> bool {
     matches!(doc.get(ROOT, key), Ok(Some((Value::Scalar(s), _))) if matches!(s.as_ref(), ScalarValue::Boolean(true)))
 }
 
-fn read_id(doc: &AutoCommit, key: &str) -> Option<DocId> {
+pub(crate) fn read_id(doc: &AutoCommit, key: &str) -> Option<DocId> {
     read_str(doc, key).and_then(|s| s.parse().ok())
 }
 
@@ -506,7 +516,8 @@ pub fn validate_interval(s: &str) -> Result<(), StoreError> {
 pub struct Project {
     /// Slug: lowercase letters, digits, hyphens.
     pub name: String,
-    /// Parent project, `None` at the root.
+    /// Parent project, `None` at the root. Kept in the project's placement document, not
+    /// in its own (see `crate::placement`): the store reads and writes it there.
     pub parent: Option<DocId>,
     /// Instructions for the agent working in this project.
     pub instructions: String,
@@ -517,14 +528,16 @@ pub struct Project {
 impl Entity for Project {
     const KIND: Kind = Kind::Project;
     fn write_new(&self, doc: &mut AutoCommit) -> Result<(), StoreError> {
+        // No `parent`: the store writes it to the project's placement.
         write_str(doc, "name", Some(&self.name))?;
-        write_id(doc, "parent", self.parent)?;
         doc.put(ROOT, "archived", self.archived)?;
         write_text(doc, "instructions", &self.instructions)
     }
     fn read(doc: &AutoCommit) -> Self {
         Self {
             name: read_str(doc, "name").unwrap_or_default(),
+            // A document written before placements keeps its parent here; the store
+            // replaces it with the placement's when it holds one.
             parent: read_id(doc, "parent"),
             instructions: read_text(doc, "instructions"),
             archived: read_bool(doc, "archived"),
@@ -543,6 +556,9 @@ impl Entity for Project {
             ..Derived::default()
         }
     }
+    fn set_placed_parent(&mut self, parent: Option<DocId>) {
+        self.parent = parent;
+    }
 }
 
 /// Changes to a project.
@@ -550,7 +566,7 @@ impl Entity for Project {
 pub struct ProjectPatch {
     /// New name.
     pub name: Option<String>,
-    /// New parent (`Some(None)` moves it to the root).
+    /// New parent (`Some(None)` moves it to the root); written to the placement.
     pub parent: Option<Option<DocId>>,
     /// Instruction edit.
     pub instructions: Option<TextEdit>,
@@ -565,9 +581,6 @@ impl Patch for ProjectPatch {
         if let Some(v) = self.name {
             out.push(FieldEdit::Str("name", Some(v)));
         }
-        if let Some(v) = self.parent {
-            out.push(FieldEdit::Str("parent", v.map(|p| p.to_string())));
-        }
         if let Some(v) = self.instructions {
             out.push(FieldEdit::Text("instructions", v));
         }
@@ -575,6 +588,9 @@ impl Patch for ProjectPatch {
             out.push(FieldEdit::Bool("archived", v));
         }
         out
+    }
+    fn take_placement(&mut self) -> Option<Option<DocId>> {
+        self.parent.take()
     }
 }
 

@@ -66,6 +66,17 @@ pub enum StoreError {
         /// The document.
         id: DocId,
     },
+    /// A new document from a scoped peer whose place depends on a document this replica
+    /// does not hold yet (a project's placement, a placement's parent, an entity's
+    /// project): neither stored nor refused, it waits in memory for that document while
+    /// its session lasts. Not a fault of the session.
+    #[error("document {id} from a scoped peer waits for document {awaiting}")]
+    Waiting {
+        /// The document.
+        id: DocId,
+        /// The document it waits for.
+        awaiting: DocId,
+    },
     /// A peer's document or change was refused before or while loading: over a size
     /// limit, malformed, or it made Automerge fail. Only this document is affected.
     #[error("document {id} from a peer was refused: {reason}")]

@@ -3,6 +3,8 @@
 //! - [`bounds`]: limits on Automerge bytes from peers, checked before Automerge loads them.
 //! - [`entity`]: the typed entities (project, note, task, contact, skill) and how each
 //!   maps onto a plain Automerge document (schema in `docs/SCHEMA.md`).
+//! - [`placement`]: a project's place in the tree, kept in a document of its own so a
+//!   device scoped to a project never learns the id of that project's parent.
 //! - [`store`]: [`DocumentStore`], the one write API for every writer (API, agent, UI,
 //!   CLI, remote peers), on SQLite: snapshot plus incremental chunks per document, derived
 //!   tables and FTS5 updated in the same transaction, a change feed.
@@ -15,6 +17,7 @@
 pub mod bounds;
 pub mod entity;
 mod error;
+pub mod placement;
 pub mod session;
 pub mod store;
 pub mod summary;
@@ -24,6 +27,7 @@ pub use entity::{
     Record, Skill, SkillPatch, Task, TaskPatch, TaskStatus, TextEdit, TextSplice,
 };
 pub use error::{SessionError, StoreError};
+pub use placement::placement_id;
 pub use session::{read_frame, run_session, SessionConfig, SessionEvent, SessionStats};
 
 pub use store::{

@@ -481,6 +481,13 @@ impl Session {
                         self.in_flight.remove(&id);
                         return Ok(());
                     }
+                    Err(StoreError::Waiting { id, awaiting }) => {
+                        // Kept by the store until `awaiting` arrives; no reply, so the
+                        // exchange for this document rests until then.
+                        tracing::debug!(%id, %awaiting, "a new document waits for the one deciding its place");
+                        self.in_flight.remove(&id);
+                        return Ok(());
+                    }
                     Err(e) if e.is_document_fault() => {
                         // One bad document never ends the session for the others.
                         tracing::warn!(%id, error = %e, "refused a peer's change to a document");
@@ -651,6 +658,8 @@ where
     }
     .await;
 
+    // What the peer sent that still waits is offered again in its next session.
+    session.store.forget_waiting(session.origin);
     // Let queued frames go out, then close our half.
     drop(session);
     reader_task.abort();

@@ -1,12 +1,17 @@
 //! Attacks from peers on the store, one test each, named after what it stops: scope
-//! escapes through snapshots and sync messages, renaming or moving a scope's root, bad
-//! and inflating snapshots, a database from a newer build.
+//! escapes through snapshots and sync messages, renaming or moving a scope's root, forged
+//! placements (for the root, for a project outside, out of the scope, into a cycle, for
+//! another project), new top-level projects from a scoped device, bad and inflating
+//! snapshots, a database from a newer build.
 
 use std::io::Write;
 
 use automerge::{sync, transaction::Transactable, ActorId, AutoCommit, ROOT};
 use hearth_protocol::{DocIndex, DocSnapshot};
-use hearth_sync::{DocId, DocumentStore, Kind, Note, Origin, PeerTag, Project, StoreError};
+use hearth_sync::{
+    placement_id, DocId, DocumentStore, Kind, Note, Origin, PeerTag, Project, ProjectPatch,
+    StoreError,
+};
 
 fn store() -> (tempfile::TempDir, DocumentStore) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -344,4 +349,428 @@ fn huge_whole_text_replace_is_not_diffed_and_notes_are_capped() {
             ..
         })
     ));
+}
+
+// ---- placements ----------------------------------------------------------------------------
+
+/// `home` ⊃ {`work` ⊃ `clients` ⊃ `acme`, `personal`}, and `loose` at the top level.
+struct Forest {
+    home: DocId,
+    work: DocId,
+    clients: DocId,
+    acme: DocId,
+    personal: DocId,
+    loose: DocId,
+}
+
+fn forest(s: &DocumentStore) -> Forest {
+    let project = |name: &str, parent: Option<DocId>| {
+        s.create_blocking(Project {
+            name: name.into(),
+            parent,
+            ..Project::default()
+        })
+        .expect("project")
+        .id
+    };
+    let home = project("home", None);
+    let work = project("work", Some(home));
+    let clients = project("clients", Some(work));
+    let acme = project("acme", Some(clients));
+    let personal = project("personal", Some(home));
+    let loose = project("loose", None);
+    Forest {
+        home,
+        work,
+        clients,
+        acme,
+        personal,
+        loose,
+    }
+}
+
+fn parent_of(s: &DocumentStore, id: DocId) -> Option<DocId> {
+    s.get_blocking::<Project>(id).expect("project").value.parent
+}
+
+/// A placement written from scratch by an attacker whose actor wins every conflict.
+fn forged_placement(project: DocId, parent: Option<DocId>) -> AutoCommit {
+    let mut doc = AutoCommit::new().with_actor(ActorId::from(vec![0xff; 16]));
+    for i in 0..2_000 {
+        doc.put(ROOT, "pad", i).expect("pad");
+    }
+    doc.put(ROOT, "kind", "placement").expect("kind");
+    doc.put(ROOT, "project", project.to_string())
+        .expect("project");
+    match parent {
+        Some(p) => doc.put(ROOT, "parent", p.to_string()).expect("parent"),
+        None => doc
+            .put(ROOT, "parent", automerge::ScalarValue::Null)
+            .expect("parent"),
+    }
+    doc.commit();
+    doc
+}
+
+/// Sends `doc`'s changes as one sync message from a peer scoped to `scope`.
+fn send_changes(
+    s: &DocumentStore,
+    id: DocId,
+    doc: &mut AutoCommit,
+    scope: DocId,
+) -> Result<(), StoreError> {
+    let msg = sync::Message {
+        heads: doc.get_heads(),
+        need: Vec::new(),
+        have: Vec::new(),
+        changes: vec![doc.save()].into(),
+        flags: None,
+        version: sync::MessageVersion::V1,
+    };
+    block_on(s.receive_sync(id, sync::State::new(), msg.encode(), PEER, Some(scope))).map(|_| ())
+}
+
+/// The real placement of `project` as the hub holds it, edited by `edit`, as a snapshot.
+fn edited_placement(
+    s: &DocumentStore,
+    project: DocId,
+    edit: impl FnOnce(&mut AutoCommit),
+) -> DocSnapshot {
+    let mut doc = AutoCommit::load(&bytes_of(s, placement_id(project))).expect("load");
+    edit(&mut doc);
+    doc.commit();
+    snapshot(placement_id(project), &mut doc, "placement", "")
+}
+
+fn scope_of(s: &DocumentStore, root: DocId) -> hearth_sync::Scope {
+    s.scope_blocking(root).expect("scope")
+}
+
+#[test]
+fn scoped_forged_placement_for_its_root_is_refused() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    // The hub holds `work`'s placement (under `home`); the device never received it, so
+    // it forges one from scratch that would win the merge and hang `work` under `acme`.
+    let mut forged = forged_placement(f.work, Some(f.acme));
+    let snap = snapshot(placement_id(f.work), &mut forged, "placement", "");
+    let _ = import(&hub, vec![snap], Some(f.work));
+    let err = send_changes(&hub, placement_id(f.work), &mut forged, f.work)
+        .expect_err("a sync message is refused too");
+    assert!(matches!(err, StoreError::OutOfScope { .. }), "{err}");
+    assert_eq!(parent_of(&hub, f.work), Some(f.home));
+    // A top-level root has no placement at all: a new one is refused as a move.
+    let mut forged = forged_placement(f.loose, Some(f.home));
+    let snap = snapshot(placement_id(f.loose), &mut forged, "placement", "");
+    let _ = import(&hub, vec![snap], Some(f.loose));
+    let err = send_changes(&hub, placement_id(f.loose), &mut forged, f.loose)
+        .expect_err("a sync message is refused too");
+    assert!(matches!(err, StoreError::Invalid { .. }), "{err}");
+    assert_eq!(parent_of(&hub, f.loose), None);
+    assert!(block_on(hub.export(vec![placement_id(f.loose)]))
+        .expect("export")
+        .is_empty());
+}
+
+#[test]
+fn scoped_forged_placement_for_an_outside_project_is_refused() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    // `personal` (placed under `home`) and `loose` (no placement) would each join the
+    // scope under `work`.
+    for outside in [f.personal, f.loose] {
+        let mut forged = forged_placement(outside, Some(f.work));
+        let snap = snapshot(placement_id(outside), &mut forged, "placement", "");
+        let _ = import(&hub, vec![snap], Some(f.work));
+        let err = send_changes(&hub, placement_id(outside), &mut forged, f.work)
+            .expect_err("a sync message is refused too");
+        assert!(matches!(err, StoreError::OutOfScope { .. }), "{err}");
+        assert!(!scope_of(&hub, f.work).contains_project(&outside));
+    }
+    assert_eq!(parent_of(&hub, f.personal), Some(f.home));
+    assert_eq!(parent_of(&hub, f.loose), None);
+}
+
+#[test]
+fn scoped_device_cannot_move_a_subproject_out_of_its_scope() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    for parent in [Some(f.home), None] {
+        let snap = edited_placement(&hub, f.clients, |doc| match parent {
+            Some(p) => doc.put(ROOT, "parent", p.to_string()).expect("parent"),
+            None => doc
+                .put(ROOT, "parent", automerge::ScalarValue::Null)
+                .expect("parent"),
+        });
+        let mut doc = AutoCommit::load(&snap.bytes).expect("load");
+        let err = send_changes(&hub, placement_id(f.clients), &mut doc, f.work)
+            .expect_err("a sync message is refused");
+        assert!(matches!(err, StoreError::OutOfScope { .. }), "{err}");
+        let _ = import(&hub, vec![snap], Some(f.work));
+        assert_eq!(parent_of(&hub, f.clients), Some(f.work));
+    }
+    assert!(scope_of(&hub, f.work).contains_project(&f.acme));
+}
+
+/// A project as builds before placements wrote it, `parent` in its own document,
+/// received from a full-scope peer.
+fn legacy_project(s: &DocumentStore, name: &str, parent: DocId) -> DocId {
+    let mut doc = new_project_doc(name);
+    doc.put(ROOT, "parent", parent.to_string()).expect("parent");
+    doc.commit();
+    let id = DocId::random();
+    import(s, vec![snapshot(id, &mut doc, "project", name)], None).expect("import");
+    s.verify_all_pending_blocking().expect("verify");
+    id
+}
+
+#[test]
+fn scoped_device_cannot_make_a_project_cycle_through_placements() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    // `clients` under its own child `acme`, both inside the scope: an edit of the
+    // placement the hub holds.
+    let snap = edited_placement(&hub, f.clients, |doc| {
+        doc.put(ROOT, "parent", f.acme.to_string()).expect("parent")
+    });
+    let _ = import(&hub, vec![snap], Some(f.work));
+    assert_eq!(parent_of(&hub, f.clients), Some(f.work));
+    // The same through the first placement of an older project that has none.
+    let old = legacy_project(&hub, "old", f.clients);
+    let leaf = hub
+        .create_blocking(Project {
+            name: "leaf".into(),
+            parent: Some(old),
+            ..Project::default()
+        })
+        .expect("leaf")
+        .id;
+    let mut forged = forged_placement(old, Some(leaf));
+    let snap = snapshot(placement_id(old), &mut forged, "placement", "");
+    let _ = import(&hub, vec![snap], Some(f.work));
+    let err = send_changes(&hub, placement_id(old), &mut forged, f.work).expect_err("cycle");
+    assert!(err.to_string().contains("cycle"), "{err}");
+    assert_eq!(parent_of(&hub, old), Some(f.clients));
+    assert_eq!(hub.quarantined_blocking().expect("q"), 2);
+}
+
+#[test]
+fn placement_that_speaks_for_another_project_is_refused() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    // A placement whose id is not derived from the project it names, from a full peer:
+    // quarantined by the verifier, so `loose` stays at the top.
+    let mut forged = forged_placement(f.loose, Some(f.home));
+    let stray = DocId::random();
+    let _ = import(
+        &hub,
+        vec![snapshot(stray, &mut forged, "placement", "")],
+        None,
+    );
+    hub.verify_all_pending_blocking().expect("verify");
+    assert_eq!(parent_of(&hub, f.loose), None);
+    assert_eq!(hub.quarantined_blocking().expect("q"), 1);
+    // Rewriting which project a real placement places, from a full peer.
+    let snap = edited_placement(&hub, f.clients, |doc| {
+        doc.put(ROOT, "project", f.loose.to_string())
+            .expect("project")
+    });
+    let _ = import(&hub, vec![snap], None);
+    assert_eq!(parent_of(&hub, f.clients), Some(f.work));
+    assert_eq!(parent_of(&hub, f.loose), None);
+    assert_eq!(hub.quarantined_blocking().expect("q"), 2);
+}
+
+/// A new project as a device's store writes it: no `parent` field (that goes to its
+/// placement).
+fn new_project_doc(name: &str) -> AutoCommit {
+    let mut doc = AutoCommit::new();
+    doc.put(ROOT, "schema", "hearth/1").expect("schema");
+    doc.put(ROOT, "kind", "project").expect("kind");
+    doc.put(ROOT, "name", name).expect("name");
+    doc.commit();
+    doc
+}
+
+#[test]
+fn scoped_device_cannot_create_a_top_level_project() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    // Without a placement the project waits for one; it is never stored.
+    let top = DocId::random();
+    let mut doc = new_project_doc("escape");
+    let _ = import(
+        &hub,
+        vec![snapshot(top, &mut doc, "project", "escape")],
+        Some(f.work),
+    );
+    let err = send_changes(&hub, top, &mut doc, f.work).expect_err("waits");
+    assert!(matches!(err, StoreError::Waiting { .. }), "{err}");
+    // A placement at the top level does not let it in either.
+    let mut top_placement = forged_placement(top, None);
+    let snap = snapshot(placement_id(top), &mut top_placement, "placement", "");
+    let _ = import(&hub, vec![snap], Some(f.work));
+    assert!(hub.get_blocking::<Project>(top).is_err());
+    assert!(block_on(hub.export(vec![top, placement_id(top)]))
+        .expect("export")
+        .is_empty());
+}
+
+#[test]
+fn scoped_device_cannot_create_a_project_outside_its_scope() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    let sneaky = DocId::random();
+    let mut placement = forged_placement(sneaky, Some(f.personal));
+    let mut doc = new_project_doc("sneaky");
+    let _ = import(
+        &hub,
+        vec![
+            snapshot(placement_id(sneaky), &mut placement, "placement", ""),
+            snapshot(sneaky, &mut doc, "project", "sneaky"),
+        ],
+        Some(f.work),
+    );
+    assert!(hub.get_blocking::<Project>(sneaky).is_err());
+    assert!(!scope_of(&hub, f.personal).contains_project(&sneaky));
+}
+
+#[test]
+fn scoped_subproject_waits_for_its_placement_then_is_stored() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    // The device's own store holds its scope and makes a subproject with a note in it.
+    let (_ddir, device) = store();
+    let visible: Vec<DocId> = block_on(hub.entries_in((0..=255).collect(), Some(f.work)))
+        .expect("entries")
+        .into_iter()
+        .map(|e| DocId(e.id))
+        .collect();
+    import(&device, exported(&hub, visible), None).expect("device copy");
+    device.verify_all_pending_blocking().expect("verify");
+    let drafts = device
+        .create_blocking(Project {
+            name: "drafts".into(),
+            parent: Some(f.work),
+            ..Project::default()
+        })
+        .expect("drafts");
+    let note = device
+        .create_blocking(Note {
+            project: Some(drafts.id),
+            title: "outline".into(),
+            content: "x".into(),
+        })
+        .expect("note");
+    // Worst order, one frame each: the note, the project, then the placement.
+    for id in [note.id, drafts.id] {
+        import(&hub, exported(&device, vec![id]), Some(f.work)).expect("import");
+        assert!(hub.get_blocking::<Note>(note.id).is_err());
+        assert!(hub.get_blocking::<Project>(drafts.id).is_err());
+    }
+    import(
+        &hub,
+        exported(&device, vec![placement_id(drafts.id)]),
+        Some(f.work),
+    )
+    .expect("import");
+    assert_eq!(parent_of(&hub, drafts.id), Some(f.work));
+    assert_eq!(
+        hub.get_blocking::<Note>(note.id)
+            .expect("note")
+            .value
+            .project,
+        Some(drafts.id)
+    );
+    assert!(scope_of(&hub, f.work).contains_project(&drafts.id));
+    assert_eq!(hub.quarantined_blocking().expect("q"), 0);
+}
+
+#[test]
+fn local_moves_refuse_cycles_and_unknown_parents() {
+    let (_dir, s) = store();
+    let f = forest(&s);
+    let err = s
+        .update_blocking(
+            f.work,
+            ProjectPatch {
+                parent: Some(Some(f.acme)),
+                ..ProjectPatch::default()
+            },
+        )
+        .expect_err("cycle");
+    assert!(err.to_string().contains("cycle"), "{err}");
+    let err = s
+        .update_blocking(
+            f.work,
+            ProjectPatch {
+                parent: Some(Some(DocId::random())),
+                ..ProjectPatch::default()
+            },
+        )
+        .expect_err("unknown parent");
+    assert!(
+        matches!(
+            err,
+            StoreError::Invalid {
+                field: "parent",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(parent_of(&s, f.work), Some(f.home));
+}
+
+#[test]
+fn scoped_document_waiting_for_a_project_is_judged_again_when_it_arrives() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    // Notes in two projects the hub does not hold yet wait for them...
+    let note_in = |project: DocId| {
+        let mut note = AutoCommit::new();
+        note.put(ROOT, "kind", "note").expect("kind");
+        note.put(ROOT, "title", "plan").expect("title");
+        note.put(ROOT, "project", project.to_string())
+            .expect("project");
+        note.commit();
+        let id = DocId::random();
+        let _ = import(
+            &hub,
+            vec![snapshot(id, &mut note, "note", "plan")],
+            Some(f.work),
+        );
+        assert!(hub.get_blocking::<Note>(id).is_err());
+        id
+    };
+    let (outside, inside) = (DocId::random(), DocId::random());
+    let (outside_note, inside_note) = (note_in(outside), note_in(inside));
+    // ...and those projects arrive from a full-scope peer, one placed outside the scope
+    // and one inside: each note is judged again against the scope.
+    for (project, parent) in [(outside, f.personal), (inside, f.clients)] {
+        let mut doc = new_project_doc("arrived");
+        let mut placement = forged_placement(project, Some(parent));
+        import(
+            &hub,
+            vec![
+                snapshot(project, &mut doc, "project", "arrived"),
+                snapshot(placement_id(project), &mut placement, "placement", ""),
+            ],
+            None,
+        )
+        .expect("import");
+        hub.verify_all_pending_blocking().expect("verify");
+        assert_eq!(parent_of(&hub, project), Some(parent));
+    }
+    assert!(
+        hub.get_blocking::<Note>(outside_note).is_err(),
+        "a waiting note got in outside the scope"
+    );
+    assert_eq!(
+        hub.get_blocking::<Note>(inside_note)
+            .expect("stored once its project came")
+            .value
+            .project,
+        Some(inside)
+    );
 }

@@ -20,14 +20,19 @@
 //! Nothing a peer sends is believed: its bytes are bounded before Automerge loads them
 //! (`untrusted`), its changes are checked against its [`Scope`] before and after they
 //! apply (`scope`), and documents it sends whole stay invisible until verified from
-//! content (`verify`).
+//! content (`verify`). A scoped peer's new document whose place depends on one not held
+//! yet waits in memory for it (`waiting`).
+//!
+//! A project's parent lives in its placement document (`crate::placement`), written in
+//! the same transaction as the project by the one write path (`placement`); the
+//! project's row carries the effective parent, so listings and scopes read no document.
 //!
 //! One file per concern: `schema` (migrations, connections, row conversions), `cache`
 //! (loaded documents), `write` (the write path and compaction), `refs` (references
-//! between documents), `scope`, `untrusted`, `verify`, `query` (reads, listing, search),
-//! `replication` (summaries, export, import, sync messages), `upstream` (what the peer a
-//! node follows has confirmed holding: its pending changes), `watcher` (other processes'
-//! commits).
+//! between documents), `placement`, `scope`, `untrusted`, `waiting`, `verify`, `query`
+//! (reads, listing, search), `replication` (summaries, export, import, sync messages),
+//! `upstream` (what the peer a node follows has confirmed holding: its pending changes),
+//! `watcher` (other processes' commits).
 //!
 //! This module never does network I/O and never holds its mutex across an `.await`:
 //! async methods run their SQLite work on tokio's blocking pool.
@@ -55,6 +60,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBe
 use tokio::sync::broadcast;
 
 mod cache;
+mod placement;
 mod query;
 mod refs;
 mod replication;
@@ -63,18 +69,21 @@ mod scope;
 mod untrusted;
 mod upstream;
 mod verify;
+mod waiting;
 mod watcher;
 mod write;
 
 use cache::*;
+use placement::*;
 pub use query::Versioned;
 use refs::*;
-use replication::quarantine;
+use replication::{quarantine, NewDoc};
 use schema::*;
 pub use scope::Scope;
 use scope::*;
 use untrusted::*;
 use verify::*;
+use waiting::*;
 use watcher::*;
 use write::*;
 
@@ -84,6 +93,7 @@ use crate::{
         Derived, DocId, Entity, Kind, Patch, Record,
     },
     error::StoreError,
+    placement::PLACEMENT_KIND,
     summary::{doc_digest, root_digest, xor_into, BUCKETS, EMPTY},
 };
 
@@ -116,7 +126,9 @@ pub enum Origin {
     External,
 }
 
-/// A committed change to one document.
+/// A committed change to one document. A change to a project's placement is announced
+/// for the placement and then for the project (its place in the tree moved), so
+/// listeners that know only entities see the move.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DocChange {
     /// The document.
@@ -226,6 +238,8 @@ struct Shared {
     path: PathBuf,
     watcher: Mutex<Option<Watcher>>,
     verifier: Mutex<Option<Verifier>>,
+    /// Scoped peers' documents waiting for the one that decides their place.
+    waiting: Mutex<Waiting>,
     /// Sends wake-up datagrams to another process's watcher.
     notifier: Option<std::net::UdpSocket>,
 }
@@ -282,7 +296,7 @@ impl DocumentStore {
         let (feed, _) = broadcast::channel(FEED_CAPACITY);
         let writer = i64::from_le_bytes(DocId::random().0[..8].try_into().unwrap_or([1; 8]));
         let cache = LruCache::new(NonZeroUsize::new(CACHE_DOCS).unwrap_or(NonZeroUsize::MIN));
-        Ok(Self {
+        let store = Self {
             shared: Arc::new(Shared {
                 inner: Mutex::new(Inner { conn, cache }),
                 feed,
@@ -291,9 +305,12 @@ impl DocumentStore {
                 path,
                 watcher: Mutex::new(None),
                 verifier: Mutex::new(None),
+                waiting: Mutex::new(Waiting::new()),
                 notifier: std::net::UdpSocket::bind(("127.0.0.1", 0)).ok(),
             }),
-        })
+        };
+        store.place_legacy_projects()?;
+        Ok(store)
     }
 
     /// Subscribes to the change feed.
@@ -310,7 +327,15 @@ impl DocumentStore {
         self.shared.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Announces a committed change, then judges again the scoped peers' documents that
+    /// waited for this one.
     fn announce(&self, id: DocId, origin: Origin) {
+        self.publish(id, origin);
+        self.release_waiting(id);
+    }
+
+    /// Puts a committed change on the feed and wakes other processes' watchers.
+    fn publish(&self, id: DocId, origin: Origin) {
         // No subscribers is fine: nothing is listening yet.
         let _ = self.shared.feed.send(DocChange { id, origin });
         self.wake_other_watcher();

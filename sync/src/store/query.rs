@@ -48,8 +48,8 @@ impl DocumentStore {
 
     /// [`Self::get_versioned`] for synchronous callers.
     pub fn get_versioned_blocking<E: Entity>(&self, id: DocId) -> Result<Versioned<E>, StoreError> {
-        self.read_entity::<E, _>(id, |doc| Versioned {
-            record: record_of(id, doc),
+        self.read_entity::<E, _>(id, |doc, placed| Versioned {
+            record: record_of(id, doc, placed),
             heads: doc.get_heads().iter().map(|h| h.to_string()).collect(),
         })
     }
@@ -61,16 +61,17 @@ impl DocumentStore {
 
     /// [`Self::get`] for synchronous callers.
     pub fn get_blocking<E: Entity>(&self, id: DocId) -> Result<Record<E>, StoreError> {
-        self.read_entity::<E, _>(id, |doc| record_of(id, doc))
+        self.read_entity::<E, _>(id, |doc, placed| record_of(id, doc, placed))
     }
 
-    /// Reads entity `id` of kind `E` through `read`. A document still waiting for
-    /// verification is verified first (with any others waiting); a verified one costs
-    /// nothing extra.
+    /// Reads entity `id` of kind `E` through `read`, which also gets the parent that a
+    /// project's placement names, if this replica holds one. A document still waiting
+    /// for verification is verified first (with any others waiting); a verified one
+    /// costs nothing extra.
     fn read_entity<E: Entity, T>(
         &self,
         id: DocId,
-        read: impl FnOnce(&mut AutoCommit) -> T,
+        read: impl FnOnce(&mut AutoCommit, Option<Option<DocId>>) -> T,
     ) -> Result<T, StoreError> {
         let not_found = || StoreError::NotFound {
             kind: E::KIND.as_str(),
@@ -95,8 +96,12 @@ impl DocumentStore {
                 found: row.kind,
             });
         }
+        let placed = match E::KIND {
+            Kind::Project => placed_parent(conn, &id)?,
+            _ => None,
+        };
         let entry = cached(conn, cache, &id, &row)?;
-        Ok(read(&mut entry.doc))
+        Ok(read(&mut entry.doc, placed))
     }
 
     /// Finds the one entity of `kind` whose hex id starts with `prefix` (at least 4 digits).
@@ -129,7 +134,7 @@ impl DocumentStore {
 
     /// The kind of each stored, verified entity among `ids` and whether it is deleted, in
     /// the order given; an id without an entity (a document received whole and not yet
-    /// verified, say) is left out. Reads no document content.
+    /// verified, or a project's placement) is left out. Reads no document content.
     pub fn kinds_blocking(&self, ids: &[DocId]) -> Result<Vec<(DocId, Kind, bool)>, StoreError> {
         let inner = self.lock();
         let mut stmt = inner
@@ -281,12 +286,22 @@ impl DocumentStore {
     }
 }
 
-pub(super) fn record_of<E: Entity>(id: DocId, doc: &AutoCommit) -> Record<E> {
+/// The record a document holds; `placed` (a project's placement's parent) replaces the
+/// parent its own document may still name.
+pub(super) fn record_of<E: Entity>(
+    id: DocId,
+    doc: &AutoCommit,
+    placed: Option<Option<DocId>>,
+) -> Record<E> {
+    let mut value = E::read(doc);
+    if let Some(parent) = placed {
+        value.set_placed_parent(parent);
+    }
     Record {
         id,
         created_at: read_i64(doc, "created_at"),
         updated_at: read_i64(doc, "updated_at"),
         deleted: read_bool(doc, "deleted"),
-        value: E::read(doc),
+        value,
     }
 }

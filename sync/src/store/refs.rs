@@ -1,4 +1,7 @@
 //! References between documents: projects, parents, subtasks, cycles.
+//!
+//! A project's parent is checked where it is written, in its placement
+//! (`placement::place`, through [`refuse_cycle`]), not here.
 
 use super::*;
 
@@ -30,39 +33,35 @@ impl Inner {
                 }
             }
         }
-        match (kind, &d.parent) {
-            (Kind::Task, Some(parent)) => {
-                if parent == id {
-                    return Err(StoreError::invalid(
-                        "parent",
-                        "a task cannot be its own parent",
-                    ));
-                }
-                match kind_of(parent)? {
-                    Some((k, false, grandparent)) if k == "task" => {
-                        if grandparent.is_some() {
-                            return Err(StoreError::invalid(
-                                "parent",
-                                "subtasks go two levels deep: the parent is itself a subtask",
-                            ));
-                        }
-                    }
-                    _ => return Err(StoreError::invalid("parent", format!("no task {parent}"))),
-                }
-                let children: i64 = tx.query_row(
-                    "SELECT count(*) FROM entities WHERE parent = ?1 AND kind = 'task' AND deleted = 0",
-                    [id.to_string()],
-                    |r| r.get(0),
-                )?;
-                if children > 0 {
-                    return Err(StoreError::invalid(
-                        "parent",
-                        "a task with subtasks cannot become a subtask (two levels at most)",
-                    ));
-                }
+        if let (Kind::Task, Some(parent)) = (kind, &d.parent) {
+            if parent == id {
+                return Err(StoreError::invalid(
+                    "parent",
+                    "a task cannot be its own parent",
+                ));
             }
-            (Kind::Project, Some(parent)) => refuse_cycle(tx, id, *parent, true)?,
-            _ => {}
+            match kind_of(parent)? {
+                Some((k, false, grandparent)) if k == "task" => {
+                    if grandparent.is_some() {
+                        return Err(StoreError::invalid(
+                            "parent",
+                            "subtasks go two levels deep: the parent is itself a subtask",
+                        ));
+                    }
+                }
+                _ => return Err(StoreError::invalid("parent", format!("no task {parent}"))),
+            }
+            let children: i64 = tx.query_row(
+                "SELECT count(*) FROM entities WHERE parent = ?1 AND kind = 'task' AND deleted = 0",
+                [id.to_string()],
+                |r| r.get(0),
+            )?;
+            if children > 0 {
+                return Err(StoreError::invalid(
+                    "parent",
+                    "a task with subtasks cannot become a subtask (two levels at most)",
+                ));
+            }
         }
         Ok(())
     }

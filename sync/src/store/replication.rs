@@ -3,6 +3,14 @@
 use super::*;
 use crate::bounds::Limits;
 
+/// What became of a document a peer sent that this replica did not hold.
+pub(super) enum NewDoc {
+    /// Stored (or merged, if it arrived meanwhile): the ids to announce.
+    Stored(Vec<DocId>),
+    /// Waiting for this document, which decides its place; the new document, unstored.
+    Waits(DocId, Box<AutoCommit>),
+}
+
 impl DocumentStore {
     /// The set digest of this replica; reads 256 small rows, loads no document.
     pub async fn summary(&self) -> Result<Summary, StoreError> {
@@ -99,17 +107,25 @@ impl DocumentStore {
                 [&id.0[..]],
                 |r| {
                     let heads: Vec<u8> = r.get(0)?;
+                    let kind: String = r.get(2)?;
+                    // A project's parent is its placement's business: a peer scoped to
+                    // this project must not learn it from the index either.
+                    let parent = if kind == Kind::Project.as_str() {
+                        None
+                    } else {
+                        r.get(7)?
+                    };
                     Ok(DocSnapshot {
                         id: id.0,
                         heads: heads_from_bytes(&heads),
                         bytes: r.get(1)?,
                         index: DocIndex {
-                            kind: r.get(2)?,
+                            kind,
                             project: r.get(3)?,
                             title: r.get(4)?,
                             status: r.get(5)?,
                             due: r.get(6)?,
-                            parent: r.get(7)?,
+                            parent,
                             deleted: r.get(8)?,
                             updated_at: r.get(9)?,
                         },
@@ -128,8 +144,10 @@ impl DocumentStore {
     /// From a peer with full scope a new document is stored as it came, unverified: it
     /// is in no digest, listing or search and is never forwarded until the verifier has
     /// loaded it within [`Limits::PEER`] and recomputed its heads, digest and index. From a
-    /// scoped peer it is loaded and judged by content at once. A document that fails is
-    /// quarantined; the rest of the batch is stored.
+    /// scoped peer it is loaded and judged by content at once (placements first, then
+    /// projects, so a new subproject and its documents pass in one batch); one whose place
+    /// depends on a document not held yet waits for it (`waiting`). A document that fails
+    /// is quarantined; the rest of the batch is stored.
     pub async fn import(
         &self,
         docs: Vec<DocSnapshot>,
@@ -159,11 +177,14 @@ impl DocumentStore {
         let mut merges = Vec::new();
         let mut fresh = 0;
         let mut checked = Vec::new();
+        let mut waits = Vec::new();
+        let mut announce = Vec::new();
         {
             let mut inner = self.lock();
-            let scope = scope.map(|r| Scope::load(&inner.conn, r)).transpose()?;
+            let mut scope = scope.map(|r| Scope::load(&inner.conn, r)).transpose()?;
             let Inner { conn, cache } = &mut *inner;
             let tx = begin(conn, Durability::Normal)?;
+            let mut scoped_new = Vec::new();
             for snap in docs {
                 let id = DocId(snap.id);
                 if doc_row(&tx, &id)?.is_some() {
@@ -174,8 +195,8 @@ impl DocumentStore {
                     quarantine(&tx, &id, "larger than the document limit", &[])?;
                     continue;
                 }
-                let Some(scope) = &scope else {
-                    let Ok(kind) = snap.index.kind.parse::<Kind>() else {
+                if scope.is_none() {
+                    let Some(kind) = DocKind::parse(&snap.index.kind) else {
                         quarantine(&tx, &id, "unknown kind", &snap.bytes)?;
                         continue;
                     };
@@ -189,36 +210,57 @@ impl DocumentStore {
                     )?;
                     fresh += 1;
                     continue;
-                };
-                // A scoped peer's document is judged on its content before it is stored.
-                let checked_doc = load_untrusted(&id, &snap.bytes).and_then(|doc| {
-                    let kind = read_str(&doc, "kind")
-                        .and_then(|k| k.parse::<Kind>().ok())
-                        .ok_or_else(|| StoreError::invalid("kind", "unknown kind"))?;
-                    if !scope.allows_doc(&doc, &id) {
-                        return Err(StoreError::OutOfScope { id });
-                    }
-                    if kind == Kind::Project {
-                        validate_slug("name", &read_str(&doc, "name").unwrap_or_default())?;
-                    }
-                    Ok((doc, kind))
-                });
-                match checked_doc {
-                    Ok((mut doc, kind)) => {
-                        insert_new(&tx, writer, &id, kind.as_str(), &mut doc)?;
-                        checked.push((id, doc));
-                        fresh += 1;
-                    }
-                    Err(StoreError::OutOfScope { id }) => {
-                        tracing::warn!(%id, "refused a document outside the peer's scope");
-                    }
+                }
+                match load_untrusted(&id, &snap.bytes) {
+                    Ok(doc) => scoped_new.push((id, doc, snap.bytes)),
                     Err(e) => quarantine(&tx, &id, &e.to_string(), &snap.bytes)?,
+                }
+            }
+            // A scoped peer's new documents, judged on content: placements, then projects,
+            // then the rest, so each finds what decides its place already stored.
+            let rank = |doc: &AutoCommit| match read_str(doc, "kind").as_deref() {
+                Some(PLACEMENT_KIND) => 0,
+                Some(k) if k == Kind::Project.as_str() => 1,
+                _ => 2,
+            };
+            scoped_new.sort_by_key(|(_, doc, _)| rank(doc));
+            if let Some(scope) = scope.as_mut() {
+                for (id, mut doc, bytes) in scoped_new {
+                    match judge_new(&tx, Some(scope), &id, &doc) {
+                        Ok(Verdict::Store(kind)) => {
+                            insert_new(&tx, writer, &id, kind.as_str(), &mut doc)?;
+                            if kind == DocKind::Entity(Kind::Project) && !read_bool(&doc, "deleted")
+                            {
+                                scope.admit(id);
+                            }
+                            announce.push(id);
+                            announce.extend(placed_project(kind.as_str(), &doc));
+                            checked.push((id, doc));
+                            fresh += 1;
+                        }
+                        Ok(Verdict::Wait(awaits)) => waits.push((id, awaits, bytes)),
+                        Err(StoreError::OutOfScope { id }) => {
+                            tracing::warn!(%id, "refused a document outside the peer's scope");
+                        }
+                        Err(e) if e.is_document_fault() => {
+                            quarantine(&tx, &id, &e.to_string(), &bytes)?
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
             }
             tx.commit()?;
             for (id, doc) in checked {
                 cache.put(id, Cached::inserted(doc));
             }
+        }
+        if let Some(root) = scope {
+            for (id, awaits, bytes) in waits {
+                self.wait(id, awaits, bytes, root, origin);
+            }
+        }
+        for id in announce {
+            self.announce(id, origin);
         }
         // Loaded once, after this batch's new documents: merges cannot change who is a
         // member (the guard refuses moving a project in or out of the scope).
@@ -229,14 +271,19 @@ impl DocumentStore {
         for snap in merges {
             let id = DocId(snap.id);
             let mut inner = self.lock();
-            let result = inner.write(writer, Durability::Normal, &id, |tx, _, doc| {
-                guard_peer_change(tx, &id, doc, scope.as_ref(), |doc| {
+            let result = inner.write(writer, Durability::Normal, &id, |tx, kind, doc| {
+                guard_peer_change(tx, &id, kind, doc, scope.as_ref(), |doc| {
                     merge_untrusted(&id, doc, &snap.bytes)
                 })
             });
             drop(inner);
             match result {
-                Ok(Some((_, true))) => self.announce(id, origin),
+                Ok(Some((placed, true))) => {
+                    self.announce(id, origin);
+                    if let Some(project) = placed {
+                        self.announce(project, origin);
+                    }
+                }
                 Ok(_) => {}
                 Err(e) if e.is_document_fault() => {
                     tracing::warn!(%id, error = %e, "refused a peer's snapshot of a document we hold");
@@ -294,14 +341,15 @@ impl DocumentStore {
             sync::Message::decode(message).map_err(|e| StoreError::SyncMessage(e.to_string()))?;
         let writer = self.shared.writer;
         let mut inner = self.lock();
-        let scope = scope.map(|r| Scope::load(&inner.conn, r)).transpose()?;
-        let result = inner.write(writer, Durability::Normal, &id, |tx, _, doc| {
-            guard_peer_change(tx, &id, doc, scope.as_ref(), |doc| {
+        let loaded = scope.map(|r| Scope::load(&inner.conn, r)).transpose()?;
+        let result = inner.write(writer, Durability::Normal, &id, |tx, kind, doc| {
+            guard_peer_change(tx, &id, kind, doc, loaded.as_ref(), |doc| {
                 receive_untrusted(&id, doc, state, msg.clone())
             })
         })?;
-        let changed = match result {
-            Some((_, changed)) => changed,
+        let announce: Vec<DocId> = match result {
+            Some((placed, true)) => std::iter::once(id).chain(placed).collect(),
+            Some((_, false)) => Vec::new(),
             None => {
                 // A document this replica has never seen.
                 let mut doc = AutoCommit::new();
@@ -309,42 +357,62 @@ impl DocumentStore {
                 if doc.get_heads().is_empty() {
                     return Ok(());
                 }
-                if scope.as_ref().is_some_and(|s| !s.allows_doc(&doc, &id)) {
-                    return Err(StoreError::OutOfScope { id });
+                match self.store_new(&mut inner, id, doc, loaded.as_ref())? {
+                    NewDoc::Stored(ids) => ids,
+                    NewDoc::Waits(awaiting, mut doc) => {
+                        drop(inner);
+                        if let Some(root) = scope {
+                            self.wait(id, awaiting, doc.save(), root, origin);
+                        }
+                        return Err(StoreError::Waiting { id, awaiting });
+                    }
                 }
-                let kind = read_str(&doc, "kind")
-                    .filter(|k| k.parse::<Kind>().is_ok())
-                    .ok_or_else(|| StoreError::PeerData {
-                        id,
-                        reason: "no known kind".into(),
-                    })?;
-                if kind == Kind::Project.as_str() {
-                    validate_slug("name", &read_str(&doc, "name").unwrap_or_default())?;
-                }
-                let Inner { conn, cache } = &mut *inner;
-                let tx = begin(conn, Durability::Normal)?;
-                if doc_row(&tx, &id)?.is_some() {
-                    // Another process inserted it meanwhile: merge through the write path.
-                    drop(tx);
-                    let bytes = doc.save();
-                    inner.write(writer, Durability::Normal, &id, |tx, _, d| {
-                        guard_peer_change(tx, &id, d, scope.as_ref(), |d| {
-                            merge_untrusted(&id, d, &bytes)
-                        })
-                    })?;
-                } else {
-                    insert_new(&tx, writer, &id, &kind, &mut doc)?;
-                    tx.commit()?;
-                    cache.put(id, Cached::inserted(doc));
-                }
-                true
             }
         };
         drop(inner);
-        if changed {
+        for id in announce {
             self.announce(id, origin);
         }
         Ok(())
+    }
+
+    /// Stores document `id`, which a peer sent and this replica did not hold, if
+    /// `judge_new` lets it; if another process stored it meanwhile, merges it through the
+    /// guard instead. Returns the ids to announce (a placement's project with it), or
+    /// the document the new one waits for.
+    pub(super) fn store_new(
+        &self,
+        inner: &mut Inner,
+        id: DocId,
+        mut doc: AutoCommit,
+        scope: Option<&Scope>,
+    ) -> Result<NewDoc, StoreError> {
+        let writer = self.shared.writer;
+        {
+            let Inner { conn, cache } = &mut *inner;
+            let tx = begin(conn, Durability::Normal)?;
+            if doc_row(&tx, &id)?.is_none() {
+                let kind = match judge_new(&tx, scope, &id, &doc)? {
+                    Verdict::Store(kind) => kind,
+                    Verdict::Wait(awaiting) => return Ok(NewDoc::Waits(awaiting, Box::new(doc))),
+                };
+                insert_new(&tx, writer, &id, kind.as_str(), &mut doc)?;
+                tx.commit()?;
+                let announce = std::iter::once(id)
+                    .chain(placed_project(kind.as_str(), &doc))
+                    .collect();
+                cache.put(id, Cached::inserted(doc));
+                return Ok(NewDoc::Stored(announce));
+            }
+        }
+        let bytes = doc.save();
+        let result = inner.write(writer, Durability::Normal, &id, |tx, kind, d| {
+            guard_peer_change(tx, &id, kind, d, scope, |d| merge_untrusted(&id, d, &bytes))
+        })?;
+        Ok(NewDoc::Stored(match result {
+            Some((placed, true)) => std::iter::once(id).chain(placed).collect(),
+            _ => Vec::new(),
+        }))
     }
 
     /// Generates the next Automerge sync message for document `id` and one peer, if any.

@@ -1,11 +1,20 @@
-//! Scope: the project subtree a peer or the agent may see.
+//! Scope: the project subtree a peer or the agent may see, and the checks of every
+//! change a peer makes.
+//!
+//! A device scoped to project R sees R's document, the projects below R with their
+//! placements, and the documents of those projects. It never sees R's placement (whose
+//! parent lies outside), so it learns no id outside its subtree from the project tree.
+//! Never judged on a peer's claims: always on the document's content and this replica's
+//! rows.
 
 use super::*;
+use crate::entity::read_id;
+use crate::placement::{placement_id, Placement, PLACEMENT_KIND};
 
 /// The part of the replica that a device scoped to a project, or the agent invoked in a
-/// project, may see: project `root` and every live project below it, and the documents
-/// that belong to those projects. Every scope check (sessions, imports, agent tools) goes
-/// through this one type.
+/// project, may see: project `root` and every live project below it, the documents
+/// that belong to those projects, and the placements of the projects below `root`.
+/// Every scope check (sessions, imports, agent tools) goes through this one type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scope {
     root: DocId,
@@ -13,7 +22,8 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// Computes the subtree of `root` from the derived project rows (a small table).
+    /// Computes the subtree of `root` from the derived project rows (a small table),
+    /// whose parents are the effective ones (placement first).
     pub(super) fn load(conn: &Connection, root: DocId) -> Result<Self, StoreError> {
         let mut stmt = conn.prepare_cached(
             "SELECT id, parent FROM entities WHERE kind = 'project' AND deleted = 0",
@@ -37,6 +47,12 @@ impl Scope {
         }
     }
 
+    /// Counts project `project`, just stored under a member, as a member for the rest
+    /// of a batch.
+    pub(super) fn admit(&mut self, project: DocId) {
+        self.projects.insert(project);
+    }
+
     /// The project the scope hangs from.
     pub fn root(&self) -> DocId {
         self.root
@@ -53,7 +69,9 @@ impl Scope {
     }
 
     /// Whether a document with these fields lies inside the scope: the root itself, a
-    /// project whose parent is a member, or an entity whose project is a member.
+    /// project whose parent is a member, the placement of a project other than the root
+    /// whose parent is a member (`project` is the project placed), or an entity whose
+    /// project is a member.
     pub fn allows(
         &self,
         kind: &str,
@@ -61,21 +79,14 @@ impl Scope {
         project: Option<DocId>,
         parent: Option<DocId>,
     ) -> bool {
+        let member = |p: Option<DocId>| p.is_some_and(|p| self.projects.contains(&p));
         if kind == Kind::Project.as_str() {
-            *id == self.root || parent.is_some_and(|p| self.projects.contains(&p))
+            *id == self.root || member(parent)
+        } else if kind == PLACEMENT_KIND {
+            project != Some(self.root) && member(parent)
         } else {
-            project.is_some_and(|p| self.projects.contains(&p))
+            member(project)
         }
-    }
-
-    /// [`Self::allows`] judged on a document's content.
-    pub(crate) fn allows_doc(&self, doc: &AutoCommit, id: &DocId) -> bool {
-        self.allows(
-            &read_str(doc, "kind").unwrap_or_default(),
-            id,
-            read_str(doc, "project").and_then(|p| p.parse().ok()),
-            read_str(doc, "parent").and_then(|p| p.parse().ok()),
-        )
     }
 
     /// Whether the row of `entities` with these text columns lies inside the scope.
@@ -90,49 +101,171 @@ impl Scope {
     }
 }
 
-/// Checks a change that a peer is about to make to document `id`: a scoped peer may
-/// touch only documents inside its scope and must leave them there, may neither rename
-/// nor move its scope's root, and may not make a project its own ancestor; a project
-/// name from any peer is validated like a local one.
+/// Where a document lies, read from its content and this replica's rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Site {
+    /// A project's name (checked for renames of a scope's root).
+    name: Option<String>,
+    /// The project of an entity; the project placed, for a placement.
+    project: Option<DocId>,
+    /// A project's effective parent; a placement's parent; a task's parent task.
+    parent: Option<DocId>,
+}
+
+fn site(conn: &Connection, id: &DocId, kind: &str, doc: &AutoCommit) -> Result<Site, StoreError> {
+    Ok(if kind == Kind::Project.as_str() {
+        Site {
+            name: read_str(doc, "name"),
+            project: None,
+            parent: project_parent(conn, id, doc)?,
+        }
+    } else if kind == PLACEMENT_KIND {
+        let p = Placement::read(doc);
+        Site {
+            name: None,
+            project: p.project,
+            parent: p.parent,
+        }
+    } else {
+        Site {
+            name: None,
+            project: read_id(doc, "project"),
+            parent: read_id(doc, "parent"),
+        }
+    })
+}
+
+/// Checks a change that a peer is about to make to stored document `id` of kind `kind`:
+/// a scoped peer may touch only documents inside its scope and must leave them there,
+/// may neither rename nor move its scope's root (nor touch the root's placement), and may
+/// not make a project its own ancestor; a project name from any peer is validated like a
+/// local one, and a placement from any peer must keep placing its own project.
 ///
 /// `apply` makes the change on `doc`; the caller rolls the document back (evicts it from
-/// the cache) when this returns an error.
+/// the cache) when this returns an error. Returns the project placed when `id` is a
+/// placement, to be announced with it.
 pub(super) fn guard_peer_change(
     conn: &Connection,
     id: &DocId,
+    kind: &str,
     doc: &mut AutoCommit,
     scope: Option<&Scope>,
     apply: impl FnOnce(&mut AutoCommit) -> Result<(), StoreError>,
-) -> Result<(), StoreError> {
+) -> Result<Option<DocId>, StoreError> {
     let out_of_scope = || StoreError::OutOfScope { id: *id };
-    let fields = |doc: &AutoCommit| (read_str(doc, "name"), read_str(doc, "parent"));
-    let before = fields(doc);
-    if scope.is_some_and(|s| !s.allows_doc(doc, id)) {
+    let inside = |s: &Scope, site: &Site| s.allows(kind, id, site.project, site.parent);
+    let before = site(conn, id, kind, doc)?;
+    if scope.is_some_and(|s| !inside(s, &before)) {
         return Err(out_of_scope());
     }
     apply(doc)?;
-    let after = fields(doc);
-    if read_str(doc, "kind").as_deref() == Some(Kind::Project.as_str()) && before.0 != after.0 {
-        validate_slug("name", after.0.as_deref().unwrap_or_default())?;
+    let after = site(conn, id, kind, doc)?;
+    let is_project = kind == Kind::Project.as_str();
+    if is_project && before.name != after.name {
+        validate_slug("name", after.name.as_deref().unwrap_or_default())?;
     }
-    let Some(scope) = scope else {
-        return Ok(());
+    let placed = if kind == PLACEMENT_KIND {
+        Placement::read_checked(id, doc)?.project
+    } else {
+        None
     };
-    if !scope.allows_doc(doc, id) {
+    let Some(scope) = scope else {
+        return Ok(placed);
+    };
+    if !inside(scope, &after) {
         return Err(out_of_scope());
     }
-    if *id == scope.root() && before != after {
+    // The project whose place in the tree this document holds.
+    let moved = if is_project { Some(*id) } else { placed };
+    if moved == Some(scope.root()) && before != after {
         return Err(StoreError::invalid(
             "project",
             "a device scoped to a project may not rename or move that project",
         ));
     }
-    if before.1 != after.1 {
-        if let Some(parent) = after.1.as_deref().and_then(|p| p.parse::<DocId>().ok()) {
-            refuse_cycle(conn, id, parent, false)?;
+    if let (Some(moved), Some(parent)) = (moved, after.parent) {
+        if before.parent != after.parent {
+            refuse_cycle(conn, &moved, parent, false)?;
         }
     }
-    Ok(())
+    Ok(placed)
+}
+
+/// What to do with a document a peer sends that this replica does not hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// Store it: it is of this kind and, from a scoped peer, inside the scope.
+    Store(DocKind),
+    /// From a scoped peer, a document whose place depends on this document, which this
+    /// replica does not hold yet: it waits (`waiting`).
+    Wait(DocId),
+}
+
+/// Judges a document that a peer sends and this replica does not hold, on its content
+/// and this replica's rows: the checks of [`peer_doc_kind`] for every peer, and for a
+/// scoped peer its place: a project under a member (through its placement, or the legacy
+/// field of an older document), the placement of a project other than the root, not
+/// held outside the scope, under a member without a cycle, or an entity of a member
+/// project. A reference this replica does not hold yet makes it wait; one held outside
+/// the scope refuses it.
+pub(super) fn judge_new(
+    conn: &Connection,
+    scope: Option<&Scope>,
+    id: &DocId,
+    doc: &AutoCommit,
+) -> Result<Verdict, StoreError> {
+    let kind = peer_doc_kind(id, doc)?;
+    let Some(scope) = scope else {
+        return Ok(Verdict::Store(kind));
+    };
+    let out_of_scope = || StoreError::OutOfScope { id: *id };
+    let held = |other: &DocId| -> Result<bool, StoreError> {
+        Ok(conn
+            .prepare_cached("SELECT EXISTS(SELECT 1 FROM entities WHERE id = ?1)")?
+            .query_row([&other.0[..]], |r| r.get(0))?)
+    };
+    // The reference that decides where the document lies, and for a placement the
+    // project it places.
+    let (deciding, placed) = match kind {
+        DocKind::Entity(Kind::Project) if *id == scope.root() => return Ok(Verdict::Store(kind)),
+        DocKind::Entity(Kind::Project) => match placed_parent(conn, id)? {
+            Some(parent) => (parent, None),
+            None => match read_id(doc, "parent") {
+                Some(parent) => (Some(parent), None),
+                // Not placed yet: a new top-level project unless its placement comes.
+                None => return Ok(Verdict::Wait(placement_id(*id))),
+            },
+        },
+        DocKind::Placement => {
+            let Placement { project, parent } = Placement::read_checked(id, doc)?;
+            let project = project.ok_or_else(out_of_scope)?;
+            if project == scope.root() {
+                return Err(StoreError::invalid(
+                    "project",
+                    "a device scoped to a project may not rename or move that project",
+                ));
+            }
+            if held(&project)? && !scope.contains_project(&project) {
+                return Err(out_of_scope());
+            }
+            (parent, Some(project))
+        }
+        DocKind::Entity(_) => (read_id(doc, "project"), None),
+    };
+    let Some(deciding) = deciding else {
+        return Err(out_of_scope());
+    };
+    if !scope.contains_project(&deciding) {
+        return if held(&deciding)? {
+            Err(out_of_scope())
+        } else {
+            Ok(Verdict::Wait(deciding))
+        };
+    }
+    if let Some(placed) = placed {
+        refuse_cycle(conn, &placed, deciding, false)?;
+    }
+    Ok(Verdict::Store(kind))
 }
 
 /// How deep the project tree may go.

@@ -30,7 +30,7 @@ pub(super) struct Verifier {
 
 /// What a document's content says about it, computed without the lock.
 struct Verified {
-    kind: Kind,
+    kind: DocKind,
     heads: Vec<[u8; 32]>,
     digest: Digest,
     derived: Derived,
@@ -48,15 +48,7 @@ struct Pending {
 
 fn verify_one(p: &Pending) -> Result<Verified, StoreError> {
     let mut doc = load_untrusted(&p.id, &p.bytes)?;
-    let kind = read_str(&doc, "kind")
-        .and_then(|k| k.parse::<Kind>().ok())
-        .ok_or_else(|| StoreError::PeerData {
-            id: p.id,
-            reason: "no known kind".into(),
-        })?;
-    if kind == Kind::Project {
-        validate_slug("name", &read_str(&doc, "name").unwrap_or_default())?;
-    }
+    let kind = peer_doc_kind(&p.id, &doc)?;
     let heads = raw_heads(&doc.get_heads());
     if heads.is_empty() {
         return Err(StoreError::PeerData {
@@ -68,7 +60,7 @@ fn verify_one(p: &Pending) -> Result<Verified, StoreError> {
         kind,
         digest: doc_digest(&p.id, &heads),
         heads,
-        derived: derive_any(kind, &doc),
+        derived: kind.derive(&doc),
         deleted: read_bool(&doc, "deleted"),
         created_at: read_i64(&doc, "created_at"),
         updated_at: read_i64(&doc, "updated_at"),
@@ -166,6 +158,12 @@ impl DocumentStore {
                         )?;
                         log_change(&tx, &p.id, writer)?;
                         announce.push((p.id, p.tag));
+                        // A placement moves its project: announce that too.
+                        if v.kind == DocKind::Placement {
+                            if let Some(project) = v.derived.project {
+                                announce.push((project, p.tag));
+                            }
+                        }
                     }
                     Err(e) if e.is_document_fault() => {
                         tx.execute("DELETE FROM chunks WHERE doc_id = ?1", [&p.id.0[..]])?;

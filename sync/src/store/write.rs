@@ -42,12 +42,21 @@ pub(super) struct IndexRow<'a> {
     pub(super) body: Option<&'a str>,
 }
 
+/// Writes the derived row (and search row) of document `id`. A project's row takes its
+/// parent from its placement when this replica holds one; a placement's row moves its
+/// project's row with it.
 pub(super) fn write_index(
     tx: &Connection,
     id: &DocId,
     row: &IndexRow<'_>,
 ) -> Result<(), StoreError> {
     let d = row.derived;
+    let placement = row.kind == PLACEMENT_KIND;
+    let parent = if row.kind == Kind::Project.as_str() {
+        placed_parent(tx, id)?.unwrap_or(d.parent)
+    } else {
+        d.parent
+    };
     let rowid: i64 = tx.query_row(
         "INSERT INTO entities (id, kind, project, title, status, due, parent, deleted, created_at, updated_at, indexed)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
@@ -63,7 +72,7 @@ pub(super) fn write_index(
             d.title,
             d.status,
             d.due,
-            d.parent.map(|p| p.to_string()),
+            parent.map(|p| p.to_string()),
             row.deleted,
             row.created_at,
             row.updated_at,
@@ -72,10 +81,16 @@ pub(super) fn write_index(
         |r| r.get(0),
     )?;
     tx.execute("DELETE FROM search WHERE rowid = ?1", [rowid])?;
-    if !row.deleted {
+    if !row.deleted && !placement {
         tx.execute(
             "INSERT INTO search (rowid, title, body) VALUES (?1, ?2, ?3)",
             params![rowid, d.title, row.body.unwrap_or("")],
+        )?;
+    }
+    if let (true, Some(project)) = (placement, d.project) {
+        tx.execute(
+            "UPDATE entities SET parent = ?2 WHERE id = ?1 AND kind = 'project'",
+            params![&project.0[..], parent.map(|p| p.to_string())],
         )?;
     }
     Ok(())
@@ -87,10 +102,10 @@ pub(super) fn index_doc(
     kind: &str,
     doc: &AutoCommit,
 ) -> Result<(), StoreError> {
-    let Ok(k) = kind.parse::<Kind>() else {
+    let Some(k) = DocKind::parse(kind) else {
         return Ok(());
     };
-    let derived = derive_any(k, doc);
+    let derived = k.derive(doc);
     write_index(
         tx,
         id,
@@ -140,12 +155,100 @@ pub(super) fn insert_new(
     log_change(tx, id, writer)
 }
 
+/// One document's part of a write, done inside the caller's transaction: `f`'s value,
+/// whether the document changed, and its cache entry, to put back only after the commit.
+pub(super) struct Written<T> {
+    pub(super) out: T,
+    pub(super) changed: bool,
+    pub(super) entry: Cached,
+}
+
+/// Runs `f` on the up-to-date document `id` inside the caller's transaction; if the
+/// heads moved, appends the new changes as a chunk, updates heads, digests and derived
+/// rows, maybe compacts. `None` when there is no such document. The caller commits, then
+/// puts the entry back into the cache.
+pub(super) fn write_in<T>(
+    tx: &Transaction<'_>,
+    cache: &mut LruCache<DocId, Cached>,
+    writer: i64,
+    id: &DocId,
+    f: impl FnOnce(&Connection, &str, &mut AutoCommit) -> Result<T, StoreError>,
+) -> Result<Option<Written<T>>, StoreError> {
+    let Some(row) = doc_row(tx, id)? else {
+        return Ok(None);
+    };
+    // Owned until the commit: an error (or a panic) on the way drops it, so a change
+    // that a failed sync message half applied never stays in the cache.
+    let mut entry = take_cached(tx, cache, id, &row)?;
+    let before = entry.doc.get_heads();
+    let out = f(tx, &row.kind, &mut entry.doc)?;
+    entry.doc.commit();
+    let after = entry.doc.get_heads();
+    if before == after && row.verified {
+        return Ok(Some(Written {
+            out,
+            changed: false,
+            entry,
+        }));
+    }
+    // A document received whole and not yet verified has now been loaded and merged:
+    // its heads, digest and rows are recomputed below from content like any other.
+    let chunk = (before != after).then(|| entry.doc.save_after(&before));
+    let digest = doc_digest(id, &raw_heads(&after));
+    let chunk_len = chunk.as_ref().map_or(0, |c| c.len() as i64);
+    let compact = !row.verified
+        || row.chunk_count + 1 >= COMPACT_CHUNKS
+        || row.chunk_bytes + chunk_len > row.snapshot_len.max(4096);
+    let mut gen = row.gen;
+    let mut seq = 0;
+    if compact {
+        // The new snapshot is written in the same transaction that drops the chunks.
+        let snapshot = entry.doc.save();
+        tx.execute("DELETE FROM chunks WHERE doc_id = ?1", [&id.0[..]])?;
+        gen += 1;
+        tx.execute(
+            "UPDATE documents SET heads = ?2, digest = ?3, snapshot = ?4, snapshot_gen = ?5,
+               version = version + 1, chunk_count = 0, chunk_bytes = 0,
+               unverified_from = NULL, kind = ?6 WHERE id = ?1",
+            params![
+                &id.0[..],
+                heads_to_bytes(&after),
+                &digest[..],
+                snapshot,
+                gen,
+                row.kind,
+            ],
+        )?;
+    } else if let Some(chunk) = &chunk {
+        tx.execute(
+            "INSERT INTO chunks (doc_id, data) VALUES (?1, ?2)",
+            params![&id.0[..], chunk],
+        )?;
+        seq = tx.last_insert_rowid();
+        tx.execute(
+            "UPDATE documents SET heads = ?2, digest = ?3, version = version + 1,
+               chunk_count = chunk_count + 1, chunk_bytes = chunk_bytes + ?4 WHERE id = ?1",
+            params![&id.0[..], heads_to_bytes(&after), &digest[..], chunk_len],
+        )?;
+    }
+    let old = row.verified.then_some(&row.digest);
+    bucket_update(tx, id.bucket(), old, &digest)?;
+    index_doc(tx, id, &row.kind, &entry.doc)?;
+    log_change(tx, id, writer)?;
+    entry.version = row.version + 1;
+    entry.gen = gen;
+    entry.last_chunk = if compact { 0 } else { seq };
+    Ok(Some(Written {
+        out,
+        changed: true,
+        entry,
+    }))
+}
+
 impl Inner {
-    /// The write path shared by local edits and peers' sync messages.
-    ///
-    /// Runs `f` on the up-to-date document inside `BEGIN IMMEDIATE`; if the heads moved,
-    /// appends the new changes as a chunk, updates heads, digests and derived rows, maybe
-    /// compacts, and commits. Returns `f`'s value and whether anything changed.
+    /// The write path shared by local edits and peers' sync messages: [`write_in`] on
+    /// document `id` in a transaction of its own. Returns `f`'s value and whether
+    /// anything changed.
     pub(super) fn write<T>(
         &mut self,
         writer: i64,
@@ -155,70 +258,15 @@ impl Inner {
     ) -> Result<Option<(T, bool)>, StoreError> {
         let Inner { conn, cache } = self;
         let tx = begin(conn, durability)?;
-        let Some(row) = doc_row(&tx, id)? else {
+        let Some(written) = write_in(&tx, cache, writer, id, f)? else {
             return Ok(None);
         };
-        // Owned until the commit: an error (or a panic) on the way drops it, so a change
-        // that a failed sync message half applied never stays in the cache.
-        let mut entry = take_cached(&tx, cache, id, &row)?;
-        let before = entry.doc.get_heads();
-        let out = f(&tx, &row.kind, &mut entry.doc)?;
-        entry.doc.commit();
-        let after = entry.doc.get_heads();
-        if before == after && row.verified {
-            cache.put(*id, entry);
-            return Ok(Some((out, false)));
+        // Unchanged: nothing was written, and dropping the transaction ends it.
+        if written.changed {
+            tx.commit()?;
         }
-        // A document received whole and not yet verified has now been loaded and merged:
-        // its heads, digest and rows are recomputed below from content like any other.
-        let chunk = (before != after).then(|| entry.doc.save_after(&before));
-        let digest = doc_digest(id, &raw_heads(&after));
-        let chunk_len = chunk.as_ref().map_or(0, |c| c.len() as i64);
-        let compact = !row.verified
-            || row.chunk_count + 1 >= COMPACT_CHUNKS
-            || row.chunk_bytes + chunk_len > row.snapshot_len.max(4096);
-        let mut gen = row.gen;
-        let mut seq = 0;
-        if compact {
-            // The new snapshot is written in the same transaction that drops the chunks.
-            let snapshot = entry.doc.save();
-            tx.execute("DELETE FROM chunks WHERE doc_id = ?1", [&id.0[..]])?;
-            gen += 1;
-            tx.execute(
-                "UPDATE documents SET heads = ?2, digest = ?3, snapshot = ?4, snapshot_gen = ?5,
-                   version = version + 1, chunk_count = 0, chunk_bytes = 0,
-                   unverified_from = NULL, kind = ?6 WHERE id = ?1",
-                params![
-                    &id.0[..],
-                    heads_to_bytes(&after),
-                    &digest[..],
-                    snapshot,
-                    gen,
-                    row.kind,
-                ],
-            )?;
-        } else if let Some(chunk) = &chunk {
-            tx.execute(
-                "INSERT INTO chunks (doc_id, data) VALUES (?1, ?2)",
-                params![&id.0[..], chunk],
-            )?;
-            seq = tx.last_insert_rowid();
-            tx.execute(
-                "UPDATE documents SET heads = ?2, digest = ?3, version = version + 1,
-                   chunk_count = chunk_count + 1, chunk_bytes = chunk_bytes + ?4 WHERE id = ?1",
-                params![&id.0[..], heads_to_bytes(&after), &digest[..], chunk_len],
-            )?;
-        }
-        let old = row.verified.then_some(&row.digest);
-        bucket_update(&tx, id.bucket(), old, &digest)?;
-        index_doc(&tx, id, &row.kind, &entry.doc)?;
-        log_change(&tx, id, writer)?;
-        tx.commit()?;
-        entry.version = row.version + 1;
-        entry.gen = gen;
-        entry.last_chunk = if compact { 0 } else { seq };
-        cache.put(*id, entry);
-        Ok(Some((out, true)))
+        cache.put(*id, written.entry);
+        Ok(Some((written.out, written.changed)))
     }
 }
 
@@ -240,15 +288,29 @@ impl DocumentStore {
         let mut inner = self.lock();
         let writer = self.shared.writer;
         let derived = value.derive();
-        {
-            let Inner { conn, .. } = &mut *inner;
+        let placement = {
+            let Inner { conn, cache } = &mut *inner;
             let tx = begin(conn, Durability::Full)?;
             check_refs_conn(&tx, &id, E::KIND, &derived)?;
             insert_new(&tx, writer, &id, E::KIND.as_str(), &mut doc)?;
+            // A project's parent goes to its placement, in the same transaction.
+            let placement = match E::KIND {
+                Kind::Project => place(&tx, cache, writer, &id, derived.parent)?,
+                _ => None,
+            };
             tx.commit()?;
-        }
+            placement
+        };
         inner.cache.put(id, Cached::inserted(doc));
+        let placement = placement.map(|(pid, entry)| {
+            inner.cache.put(pid, entry);
+            pid
+        });
         drop(inner);
+        // The placement first: a scoped peer then rarely sees the project before it.
+        if let Some(pid) = placement {
+            self.announce(pid, Origin::Local);
+        }
         self.announce(id, Origin::Local);
         Ok(Record {
             id,
@@ -275,10 +337,14 @@ impl DocumentStore {
         patch: P,
     ) -> Result<Record<P::Entity>, StoreError> {
         let kind = <P::Entity as Entity>::KIND;
+        let mut patch = patch;
+        let moved = patch.take_placement();
         let edits = patch.into_edits();
         let writer = self.shared.writer;
         let mut inner = self.lock();
-        let result = inner.write(writer, Durability::Full, &id, |tx, stored, doc| {
+        let Inner { conn, cache } = &mut *inner;
+        let tx = begin(conn, Durability::Full)?;
+        let written = write_in(&tx, cache, writer, &id, |tx, stored, doc| {
             if stored != kind.as_str() {
                 return Err(StoreError::WrongKind {
                     id,
@@ -298,13 +364,32 @@ impl DocumentStore {
             check_refs_conn(tx, &id, kind, &value.derive())?;
             Ok(())
         })?;
-        let Some((_, changed)) = result else {
+        let Some(written) = written else {
             return Err(StoreError::NotFound {
                 kind: kind.as_str(),
                 id: id.to_string(),
             });
         };
+        // A move goes to the project's placement, in the same transaction.
+        let placement = match moved {
+            Some(parent) => place(&tx, cache, writer, &id, parent)?,
+            None => None,
+        };
+        let changed = written.changed;
+        if changed || placement.is_some() {
+            tx.commit()?;
+        } else {
+            drop(tx);
+        }
+        cache.put(id, written.entry);
+        let placement = placement.map(|(pid, entry)| {
+            cache.put(pid, entry);
+            pid
+        });
         drop(inner);
+        if let Some(pid) = placement {
+            self.announce(pid, Origin::Local);
+        }
         if changed {
             self.announce(id, Origin::Local);
         }

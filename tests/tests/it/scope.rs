@@ -1,10 +1,10 @@
 //! Project-scoped devices: a device paired for a project replicates that project and its
-//! children only. Nothing outside (not even an id) reaches it; nothing it sends outside
-//! its scope is accepted.
+//! children only. Nothing outside (not even an id, its root's parent included) reaches
+//! it; nothing it sends outside its scope is accepted, and the subprojects it makes are.
 
 use std::{collections::BTreeSet, time::Duration};
 
-use hearth_sync::{DocumentStore, Note, NotePatch};
+use hearth_sync::{placement_id, DocId, DocumentStore, Note, NotePatch};
 use hearth_tests::{eventually, hub_cli, HubProc, NodeHome};
 
 use crate::{bins, sub, tempdir};
@@ -16,6 +16,14 @@ fn ids_in(db: &std::path::Path) -> anyhow::Result<BTreeSet<String>> {
         .query_map([], |r| r.get::<_, String>(0))?
         .collect::<Result<_, _>>()?;
     Ok(ids)
+}
+
+/// Whether id `id` (32 hex digits) occurs in `hay`, as text or as its 16 bytes.
+fn mentions(hay: &[u8], id: &str) -> bool {
+    let bytes: Vec<u8> = (0..16)
+        .map(|i| u8::from_str_radix(&id[2 * i..2 * i + 2], 16).unwrap_or(0))
+        .collect();
+    hay.windows(id.len()).any(|w| w == id.as_bytes()) || hay.windows(16).any(|w| w == bytes)
 }
 
 #[test]
@@ -74,34 +82,37 @@ fn a_scoped_device_sees_and_writes_its_subtree_only() -> anyhow::Result<()> {
         l.starts_with("hearth caught-up")
     })?;
 
+    // The subtree, with the placement of `clients` (under `work`), not that of `work`.
+    let placed =
+        |id: &str| -> anyhow::Result<String> { Ok(placement_id(id.parse::<DocId>()?).to_string()) };
     let expected: BTreeSet<String> = [&work, &clients, &in_work, &in_clients]
         .into_iter()
         .cloned()
+        .chain([placed(&clients)?])
         .collect();
     assert_eq!(
         ids_in(&laptop.home.join("hearth.db"))?,
         expected,
         "exactly the subtree replicates"
     );
-    // Not even the ids of the rest are anywhere in the device's database file. (The one
-    // exception is `home`: the scope root's own `parent` field names it; see SCHEMA.md.)
-    assert!(!ids_in(&laptop.home.join("hearth.db"))?.contains(&home));
+    // Not even the ids of the rest are anywhere in the device's database file, the
+    // scope root's parent `home` included (its edge lives in `work`'s placement).
     let raw = std::fs::read(laptop.home.join("hearth.db"))?;
     let wal = std::fs::read(laptop.home.join("hearth.db-wal")).unwrap_or_default();
-    for outside in [&personal, &in_personal, &in_home, &loose, &task_personal] {
-        let hex = outside.as_bytes();
-        let bytes: Vec<u8> = (0..16)
-            .map(|i| u8::from_str_radix(&outside[2 * i..2 * i + 2], 16).unwrap_or(0))
-            .collect();
+    let work_placement = placed(&work)?;
+    let personal_placement = placed(&personal)?;
+    for outside in [
+        &home,
+        &work_placement,
+        &personal,
+        &personal_placement,
+        &in_personal,
+        &in_home,
+        &loose,
+        &task_personal,
+    ] {
         for hay in [&raw, &wal] {
-            assert!(
-                !hay.windows(hex.len()).any(|w| w == hex),
-                "id {outside} leaked as text"
-            );
-            assert!(
-                !hay.windows(16).any(|w| w == bytes.as_slice()),
-                "id {outside} leaked as bytes"
-            );
+            assert!(!mentions(hay, outside), "id {outside} leaked");
         }
     }
 
@@ -188,5 +199,68 @@ fn narrowing_a_scope_restarts_the_devices_session() -> anyhow::Result<()> {
         Ok(ids_in(&laptop.home.join("hearth.db"))?.contains(&shared))
     })?;
     assert!(!ids_in(&laptop.home.join("hearth.db"))?.contains(&private));
+    Ok(())
+}
+
+#[test]
+fn a_scoped_device_adds_subprojects_but_no_top_level_project() -> anyhow::Result<()> {
+    let bins = bins();
+    let dir = tempdir();
+    let hub_home = sub(&dir, "hub");
+    let docs = NodeHome::new(&bins, hub_home.clone())?;
+    let add = |args: &[&str]| -> anyhow::Result<String> { Ok(docs.cli(args)?.trim().to_string()) };
+    let home = add(&["project", "add", "home"])?;
+    let work = add(&["project", "add", "work", "--parent", "home"])?;
+    let laptop = NodeHome::new(&bins, sub(&dir, "laptop"))?;
+    hub_cli(
+        &bins,
+        &hub_home,
+        &[
+            "devices", "add", &laptop.id, "--name", "laptop", "--scope", "work",
+        ],
+    )?;
+    let hub = HubProc::start(&bins, &hub_home, 0)?;
+    let node = laptop.start(&hub.id, hub.addr)?;
+    node.wait_line(Duration::from_secs(30), |l| {
+        l.starts_with("hearth caught-up")
+    })?;
+    // On the device, beside its running daemon: a subproject of its root with a note,
+    // and a project at the top level.
+    let on_laptop =
+        |args: &[&str]| -> anyhow::Result<String> { Ok(laptop.cli(args)?.trim().to_string()) };
+    let drafts = on_laptop(&["project", "add", "drafts", "--parent", "work"])?;
+    let outline = on_laptop(&["note", "add", "--title", "Outline", "--project", "drafts"])?;
+    let escape = on_laptop(&["project", "add", "escape"])?;
+    let marker = on_laptop(&["note", "add", "--title", "Marker", "--project", "work"])?;
+    eventually(Duration::from_secs(20), || {
+        let ids = ids_in(&hub_home.join("hearth.db"))?;
+        Ok([&drafts, &outline, &marker]
+            .iter()
+            .all(|id| ids.contains(*id)))
+    })?;
+    let listed = docs.cli(&["project", "list"])?;
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with(&drafts) && l.ends_with(&work)),
+        "drafts is not under work on the hub:\n{listed}"
+    );
+    assert!(!ids_in(&hub_home.join("hearth.db"))?.contains(&escape));
+    // Still not after the device reconnects and offers it again.
+    drop(node);
+    let node = laptop.start(&hub.id, hub.addr)?;
+    node.wait_line(Duration::from_secs(30), |l| {
+        l.starts_with("hearth caught-up")
+    })?;
+    assert!(!ids_in(&hub_home.join("hearth.db"))?.contains(&escape));
+    // And the device still knows nothing of `home`.
+    let raw = std::fs::read(laptop.home.join("hearth.db"))?;
+    let wal = std::fs::read(laptop.home.join("hearth.db-wal")).unwrap_or_default();
+    for hay in [&raw, &wal] {
+        assert!(
+            !mentions(hay, &home),
+            "the device learned its root's parent"
+        );
+    }
     Ok(())
 }
