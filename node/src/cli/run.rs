@@ -112,6 +112,27 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         .await
         .context("binding the node endpoint")?;
 
+    // Sync starts first, so setting up the API below stays off a reconnect's path; its
+    // status lines wait in the channel until the ready line is out.
+    let versions = if args.sync_versions.is_empty() {
+        hearth_protocol::SYNC_VERSIONS.to_vec()
+    } else {
+        args.sync_versions.clone()
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (stop_sync, sync_stopped) = watch::channel(false);
+    let sync = tokio::spawn(run_sync_loop(
+        endpoint.clone(),
+        hub_addr.clone(),
+        versions,
+        store.clone(),
+        tx,
+        async move {
+            let mut rx = sync_stopped;
+            let _ = rx.wait_for(|s| *s).await;
+        },
+    ));
+
     // The line to the hub's agent (chat, approvals, settings, devices): relayed, never
     // waited for; requests answer 503 `hub_unreachable` at once while it is down.
     let link = HubLink::start(endpoint.clone(), hub_addr.clone());
@@ -168,12 +189,6 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         hub_id
     );
 
-    let versions = if args.sync_versions.is_empty() {
-        hearth_protocol::SYNC_VERSIONS.to_vec()
-    } else {
-        args.sync_versions.clone()
-    };
-    let (tx, mut rx) = mpsc::unbounded_channel();
     let status_home = home.clone();
     let printer_board = board.clone();
     let printer = tokio::spawn(async move {
@@ -200,19 +215,6 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
             }
         }
     });
-    let (stop_sync, sync_stopped) = watch::channel(false);
-    let sync = tokio::spawn(run_sync_loop(
-        endpoint.clone(),
-        hub_addr,
-        versions,
-        store.clone(),
-        tx,
-        async move {
-            let mut rx = sync_stopped;
-            let _ = rx.wait_for(|s| *s).await;
-        },
-    ));
-
     hearth_net::shutdown_signal().await;
     // In order: no new requests; event sockets close (1001) and the relays stop; open
     // requests finish; then the sync session flushes and the endpoint closes.
