@@ -229,6 +229,9 @@ struct Session {
     /// Whether the peer sent `Buckets` (it answers a `Hello` whose root differs from
     /// its own with them, before answering anything sent after that `Hello`).
     peer_buckets_seen: bool,
+    /// An upstream root equal to this side's, to record once caught up: recording scans
+    /// every document, so it must not hold up the catch-up it confirms.
+    root_to_confirm: Option<Digest>,
 }
 
 impl Session {
@@ -364,7 +367,7 @@ impl Session {
         let held = entries.iter().map(|e| (DocId(e.id), e.digest)).collect();
         self.store.confirm_upstream_digests(held).await?;
         if !self.peer_buckets_seen && self.hellos_sent == 1 {
-            self.store.confirm_upstream_root(self.hello_root).await?;
+            self.root_to_confirm = Some(self.hello_root);
         }
         Ok(())
     }
@@ -397,7 +400,7 @@ impl Session {
                 if summary.root == root {
                     self.out.send(&SyncMessage::CatchUpDone)?;
                     if self.config.follow_upstream {
-                        self.store.confirm_upstream_root(root).await?;
+                        self.root_to_confirm = Some(root);
                     }
                 } else {
                     self.out.send(&SyncMessage::Buckets {
@@ -512,6 +515,18 @@ impl Session {
             SyncMessage::CatchUpDone => self.peer_done = true,
         }
         self.check_caught_up();
+        self.confirm_root_once_caught_up().await
+    }
+
+    /// Records a deferred upstream root once the catch-up is reported. The store checks
+    /// it against this replica's root at that moment, so an edit made meanwhile is never
+    /// confirmed by it.
+    async fn confirm_root_once_caught_up(&mut self) -> Result<(), SessionError> {
+        if self.caught_up {
+            if let Some(root) = self.root_to_confirm.take() {
+                self.store.confirm_upstream_root(root).await?;
+            }
+        }
         Ok(())
     }
 }
@@ -616,6 +631,7 @@ where
         hello_root: [0; 16],
         hellos_sent: 0,
         peer_buckets_seen: false,
+        root_to_confirm: None,
     };
 
     let result = async {
@@ -636,6 +652,7 @@ where
                 _ = drained.notified() => {
                     session.pump().await?;
                     session.check_caught_up();
+                    session.confirm_root_once_caught_up().await?;
                 },
                 // Live pushes wait while the outbox is full (a lag resummarises later).
                 change = feed.recv(), if !session.out.busy() => match change {

@@ -70,6 +70,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
         doc_id BLOB PRIMARY KEY NOT NULL,
         digest BLOB NOT NULL
     ) WITHOUT ROWID;",
+    // 4: the root digest at which every verified document was last recorded in
+    // `upstream`: an unchanged reconnect then skips the scan of every document.
+    "CREATE TABLE upstream_root (
+        one INTEGER PRIMARY KEY CHECK (one = 0),
+        root BLOB NOT NULL
+    );",
 ];
 
 /// How hard a commit must reach the disk.

@@ -69,8 +69,32 @@ impl DocumentStore {
                     }
                 }
             }
-            if root_digest(&buckets) == root {
-                record_from(&tx, UNCONFIRMED, None)?;
+            let ours = root_digest(&buckets);
+            if ours == root {
+                // Digests only ever move forward (they hash heads), so a root equal to
+                // the one every row was recorded at means no row can be stale.
+                let recorded: Option<Vec<u8>> = tx
+                    .query_row("SELECT root FROM upstream_root WHERE one = 0", [], |r| {
+                        r.get(0)
+                    })
+                    .optional()?;
+                if recorded.as_deref() != Some(&ours[..]) {
+                    record_from(&tx, UNCONFIRMED, None)?;
+                    // Unverified documents are not recorded yet: only a root at which
+                    // every document was recorded may skip the scan next time.
+                    let waiting: bool = tx.query_row(
+                        "SELECT EXISTS(SELECT 1 FROM documents WHERE unverified_from IS NOT NULL)",
+                        [],
+                        |r| r.get(0),
+                    )?;
+                    if !waiting {
+                        tx.execute(
+                            "INSERT INTO upstream_root (one, root) VALUES (0, ?1)
+                             ON CONFLICT(one) DO UPDATE SET root = excluded.root",
+                            [&ours[..]],
+                        )?;
+                    }
+                }
             }
             tx.commit()?;
             Ok(())
@@ -262,5 +286,47 @@ mod tests {
         drop(store);
         let store = DocumentStore::open(dir.path().join("a.db")).expect("reopen");
         assert_eq!(store.pending_upstream().await.expect("pending"), 1);
+    }
+
+    #[tokio::test]
+    async fn a_root_recorded_before_skips_the_scan_and_never_hides_a_change() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = DocumentStore::open(dir.path().join("a.db")).expect("open");
+        note(&store, "a");
+        let first = store.summary().await.expect("summary");
+        store.confirm_upstream_root(first.root).await.expect("root");
+        assert_eq!(store.pending_upstream().await.expect("pending"), 0);
+        let recorded = |store: &DocumentStore| -> Option<Vec<u8>> {
+            let inner = store.lock();
+            inner
+                .conn
+                .query_row("SELECT root FROM upstream_root", [], |r| r.get(0))
+                .optional()
+                .expect("read")
+        };
+        assert_eq!(recorded(&store).as_deref(), Some(&first.root[..]));
+
+        // Rows lost behind the store's back (as after a restore) show the skip: the
+        // recorded root answers for them until the root moves.
+        store
+            .lock()
+            .conn
+            .execute("DELETE FROM upstream", [])
+            .expect("delete");
+        store.confirm_upstream_root(first.root).await.expect("root");
+        assert_eq!(store.pending_upstream().await.expect("pending"), 1);
+
+        // A change moves the root: the old root confirms nothing, the new one scans
+        // and records everything again.
+        note(&store, "b");
+        store.confirm_upstream_root(first.root).await.expect("root");
+        assert_eq!(store.pending_upstream().await.expect("pending"), 2);
+        let second = store.summary().await.expect("summary");
+        store
+            .confirm_upstream_root(second.root)
+            .await
+            .expect("root");
+        assert_eq!(store.pending_upstream().await.expect("pending"), 0);
+        assert_eq!(recorded(&store).as_deref(), Some(&second.root[..]));
     }
 }
