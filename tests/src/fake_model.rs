@@ -5,9 +5,13 @@
 //! answers every request with `<reply>` as an Anthropic streaming answer, byte for byte
 //! the provider's SSE format ([`crate::agent_bench::anthropic_text_turn`]). Prints
 //! `fake-model ready url=http://…` once it listens and stops on SIGTERM or Ctrl-C. Binds
-//! only the address it is given; never reaches anything itself.
+//! only the address it is given; never reaches anything itself. [`serve_scripted`] is
+//! the in-process form, playing back a script of answers (tool calls included).
 
-use std::net::SocketAddr;
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+};
 
 use anyhow::{bail, Context};
 use axum::{body::Body, response::Response, routing::post, Router};
@@ -49,23 +53,56 @@ pub fn main_with_args(args: &[std::ffi::OsString]) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(bind)
             .await
             .with_context(|| format!("listening on {bind}"))?;
-        let answer = anthropic_text_turn(&text);
-        let app = Router::new().route(
-            "/v1/messages",
-            post(move || {
-                let answer = answer.clone();
-                async move {
-                    Response::builder()
-                        .header("content-type", "text/event-stream")
-                        .body(Body::from(answer))
-                        .unwrap_or_default()
-                }
-            }),
-        );
+        let app = text_app(&text);
         println!("fake-model ready url=http://{}", listener.local_addr()?);
         axum::serve(listener, app)
             .with_graceful_shutdown(hearth_net::shutdown_signal())
             .await
             .context("serving the fake model")
     })
+}
+
+fn sse(body: String) -> Response {
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from(body))
+        .unwrap_or_default()
+}
+
+/// The fake model's routes, answering every turn with `text`.
+pub fn text_app(text: &str) -> Router {
+    let answer = anthropic_text_turn(text);
+    Router::new().route(
+        "/v1/messages",
+        post(move || {
+            let answer = answer.clone();
+            async move { sse(answer) }
+        }),
+    )
+}
+
+/// The replies a scripted fake model still has to give, in order.
+pub type Script = Arc<Mutex<Vec<String>>>;
+
+/// A fake model in this process on 127.0.0.1, answering each turn with the next SSE
+/// stream of `script` (an empty answer once it runs out); tests may append to the script
+/// while it runs. Returns its address for `HEARTH_ANTHROPIC_URL`.
+pub async fn serve_scripted(script: Script) -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let app = Router::new().route(
+        "/v1/messages",
+        post(move || {
+            let next = script
+                .lock()
+                .ok()
+                .and_then(|mut r| (!r.is_empty()).then(|| r.remove(0)))
+                .unwrap_or_default();
+            async move { sse(next) }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(addr)
 }

@@ -416,6 +416,33 @@ pub fn allow(bins: &Binaries, hub_home: &Path, node_id: &str) -> anyhow::Result<
     run_ok(c).map(|_| ())
 }
 
+/// Gives the hub at `hub_home` a provider key, as the owner does once before starting it
+/// (`hearth-hub set-key <provider>` reads the key from standard input).
+pub fn set_provider_key(
+    bins: &Binaries,
+    hub_home: &Path,
+    provider: &str,
+    key: &str,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut c = bins.hub(hub_home);
+    c.args(["set-key", provider])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn()?;
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(format!("{key}\n").as_bytes())?;
+    }
+    let out = child.wait_with_output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "set-key failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
 /// Runs one `hearth-hub …` command on `hub_home` and returns its stdout.
 pub fn hub_cli(bins: &Binaries, hub_home: &Path, args: &[&str]) -> anyhow::Result<String> {
     let mut c = bins.hub(hub_home);

@@ -725,7 +725,7 @@ fn api_bench(opts: &Opts) -> anyhow::Result<()> {
     allow(&bins, &hub_home, &node.id)?;
     // The hub behind the node also answers chat, from a fake model on loopback.
     let model = rt.block_on(fake_model())?;
-    set_key(&bins, &hub_home)?;
+    hearth_tests::set_provider_key(&bins, &hub_home, "anthropic", "sk-bench")?;
     let model_url = format!("http://{model}");
     let hub = HubProc::start_with_env(
         &bins,
@@ -810,41 +810,13 @@ const CHAT_TURNS: usize = 50;
 /// A fake Anthropic server on 127.0.0.1 answering every turn with the same short text,
 /// in the provider's streaming format.
 async fn fake_model() -> anyhow::Result<std::net::SocketAddr> {
-    use axum::{body::Body, response::Response, routing::post, Router};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let reply = hearth_tests::agent_bench::anthropic_text_turn("Here is the first token.");
-    let app = Router::new().route(
-        "/v1/messages",
-        post(move || {
-            let reply = reply.clone();
-            async move {
-                Response::builder()
-                    .header("content-type", "text/event-stream")
-                    .body(Body::from(reply))
-                    .unwrap_or_default()
-            }
-        }),
-    );
+    let app = hearth_tests::fake_model::text_app("Here is the first token.");
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
     Ok(addr)
-}
-
-/// Stores a provider key on the hub at `home` (before it starts).
-fn set_key(bins: &Binaries, home: &Path) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut c = bins.hub(home);
-    c.args(["set-key", "anthropic"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null());
-    let mut child = c.spawn()?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(b"sk-bench\n")?;
-    }
-    anyhow::ensure!(child.wait()?.success(), "set-key failed");
-    Ok(())
 }
 
 /// `turns` chat turns, one after another, through the API at `base`: the milliseconds

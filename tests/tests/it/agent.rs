@@ -3,8 +3,6 @@
 //! format) calls `notes_create`; the note then reaches a paired node by replication.
 
 use std::{
-    io::Write,
-    process::Stdio,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -14,7 +12,7 @@ use axum::{
 };
 use hearth_tests::{
     agent_bench::{anthropic_text_turn, anthropic_tool_turn},
-    allow, eventually, run_ok, HubProc, NodeHome,
+    allow, eventually, run_ok, set_provider_key, HubProc, NodeHome,
 };
 use serde_json::{json, Value};
 
@@ -74,17 +72,7 @@ fn a_chat_turn_creates_a_note_that_reaches_a_paired_node() -> anyhow::Result<()>
     let dir = tempdir();
     let hub_home = sub(&dir, "hub");
     // The owner stores the provider key (encrypted) before the hub starts.
-    let mut set = bins.hub(&hub_home);
-    set.args(["set-key", "anthropic"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null());
-    let mut child = set.spawn()?;
-    child
-        .stdin
-        .take()
-        .map(|mut s| s.write_all(b"sk-test-123\n"))
-        .transpose()?;
-    anyhow::ensure!(child.wait()?.success(), "set-key failed");
+    set_provider_key(&bins, &hub_home, "anthropic", "sk-test-123")?;
     let laptop = NodeHome::new(&bins, sub(&dir, "laptop"))?;
     allow(&bins, &hub_home, &laptop.id)?;
 
@@ -153,17 +141,7 @@ fn a_peer_made_general_project_does_not_capture_the_hubs_chat() -> anyhow::Resul
     let bins = bins();
     let dir = tempdir();
     let hub_home = sub(&dir, "hub");
-    let mut set = bins.hub(&hub_home);
-    set.args(["set-key", "anthropic"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null());
-    let mut child = set.spawn()?;
-    child
-        .stdin
-        .take()
-        .map(|mut s| s.write_all(b"sk-test-123\n"))
-        .transpose()?;
-    anyhow::ensure!(child.wait()?.success(), "set-key failed");
+    set_provider_key(&bins, &hub_home, "anthropic", "sk-test-123")?;
     let hub_docs = NodeHome::new(&bins, hub_home.clone())?; // `hearth` on the hub's store
     let laptop = NodeHome::new(&bins, sub(&dir, "laptop"))?;
     allow(&bins, &hub_home, &laptop.id)?;

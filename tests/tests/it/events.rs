@@ -5,11 +5,11 @@
 //! socket and in `POST /chat`'s stream), resuming with `after` (no gap, no duplicate),
 //! a resync for a gap the hub no longer holds, and the close at shutdown.
 
-use std::{io::Write, net::SocketAddr, process::Stdio, time::Duration};
+use std::{net::SocketAddr, time::Duration};
 
 use axum::{body::Body, response::Response, routing::post, Router};
 use futures_util::StreamExt;
-use hearth_tests::{agent_bench::anthropic_text_turn, http_request, HubProc};
+use hearth_tests::{agent_bench::anthropic_text_turn, http_request, set_provider_key, HubProc};
 use serde_json::Value;
 use tokio_tungstenite::{
     client_async,
@@ -117,17 +117,7 @@ fn the_event_socket_carries_numbered_documents_and_chat_and_resumes_without_gaps
     let bins = bins();
     let dir = tempdir();
     let home = sub(&dir, "hub");
-    let mut set = bins.hub(&home);
-    set.args(["set-key", "anthropic"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null());
-    let mut child = set.spawn()?;
-    child
-        .stdin
-        .take()
-        .map(|mut s| s.write_all(b"sk-events-test\n"))
-        .transpose()?;
-    anyhow::ensure!(child.wait()?.success(), "set-key failed");
+    set_provider_key(&bins, &home, "anthropic", "sk-events-test")?;
     let url = format!("http://{model_addr}");
     let mut hub = HubProc::start_with_env(&bins, &home, 0, &[("HEARTH_ANTHROPIC_URL", &url)])?;
     let http = hub.http.ok_or_else(|| anyhow::anyhow!("no HTTP"))?;

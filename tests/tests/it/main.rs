@@ -9,6 +9,7 @@ mod events;
 mod lan;
 mod node_api;
 mod node_chat;
+mod node_client;
 mod node_relay;
 mod pair_flood;
 mod pairing;

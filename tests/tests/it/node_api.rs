@@ -17,51 +17,9 @@ use tokio_tungstenite::{
     tungstenite::{client::IntoClientRequest, http::HeaderValue, Message},
 };
 
-use crate::{bins, sub, tempdir};
+use crate::{bins, node_client::NodeApi, sub, tempdir};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// The node's API at `addr`, with its owner token.
-struct NodeApi {
-    addr: SocketAddr,
-    token: String,
-    client: reqwest::Client,
-}
-
-impl NodeApi {
-    fn of(node: &NodeHome) -> anyhow::Result<Self> {
-        hearth_hub::hub_client::install_crypto_provider();
-        Ok(Self {
-            addr: node.http_addr()?,
-            token: node.owner_token()?,
-            client: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .build()?,
-        })
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}/api/v1{path}", self.addr)
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
-        let mut req = self
-            .client
-            .request(method.parse()?, self.url(path))
-            .bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
-        }
-        let resp = req.send().await?;
-        let status = resp.status();
-        let text = resp.text().await?;
-        anyhow::ensure!(status.is_success(), "{method} {path}: {status} {text}");
-        Ok(serde_json::from_str(&text)?)
-    }
-}
 
 /// Status and `error.code` of a refusal.
 async fn refusal(resp: reqwest::Response) -> anyhow::Result<(u16, String)> {

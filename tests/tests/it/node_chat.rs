@@ -7,38 +7,21 @@
 //! dead, its address left behind) it says to start it.
 
 use std::{
-    io::Write,
     net::SocketAddr,
     process::{Output, Stdio},
-    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
-use axum::{body::Body, extract::State, response::Response, routing::post, Router};
 use hearth_tests::{
     agent_bench::{anthropic_text_turn, anthropic_tool_turn},
-    allow, eventually, http_request, hub_cli, HubProc, NodeHome, Proc,
+    allow, eventually, fake_model, http_request, hub_cli, set_provider_key, HubProc, NodeHome,
+    Proc,
 };
 use serde_json::{json, Value};
 
 use crate::{bins, sub, tempdir};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-type Replies = Arc<Mutex<Vec<String>>>;
-
-/// The fake model: answers each `/v1/messages` with the next recorded SSE stream.
-async fn answer(State(replies): State<Replies>) -> Response {
-    let next = replies
-        .lock()
-        .ok()
-        .and_then(|mut r| (!r.is_empty()).then(|| r.remove(0)))
-        .unwrap_or_default();
-    Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Body::from(next))
-        .unwrap_or_default()
-}
 
 /// Runs `hearth chat <args>` on `node` with `stdin` as its input; its output, or an
 /// error if it took longer than [`WAIT`].
@@ -65,30 +48,13 @@ fn text(bytes: &[u8]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hearth_chat_streams_the_hubs_reply_answers_approvals_and_says_when_the_hub_is_away(
 ) -> anyhow::Result<()> {
-    let replies: Replies = Arc::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let model_addr = listener.local_addr()?;
-    let app = Router::new()
-        .route("/v1/messages", post(answer))
-        .with_state(replies.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let replies = fake_model::Script::default();
+    let model_addr = fake_model::serve_scripted(replies.clone()).await?;
 
     let bins = bins();
     let dir = tempdir();
     let hub_home = sub(&dir, "hub");
-    let mut set = bins.hub(&hub_home);
-    set.args(["set-key", "anthropic"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null());
-    let mut child = set.spawn()?;
-    child
-        .stdin
-        .take()
-        .map(|mut s| s.write_all(b"sk-test-chat\n"))
-        .transpose()?;
-    anyhow::ensure!(child.wait()?.success(), "set-key failed");
+    set_provider_key(&bins, &hub_home, "anthropic", "sk-test-chat")?;
     let node = NodeHome::new(&bins, sub(&dir, "laptop"))?;
     let hub_id = hub_cli(&bins, &hub_home, &["id"])?.trim().to_string();
     allow(&bins, &hub_home, &node.id)?;

@@ -7,18 +7,14 @@
 //! makes appears in the node's replica, and the node's `/events` carried the turn.
 
 use std::{
-    io::Write,
     net::SocketAddr,
-    process::Stdio,
-    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
-use axum::{body::Body, extract::State, response::Response, routing::post, Router};
 use futures_util::StreamExt;
 use hearth_tests::{
     agent_bench::{anthropic_text_turn, anthropic_tool_turn},
-    allow, http_request, hub_cli, HubProc, NodeHome, Proc,
+    allow, fake_model, http_request, hub_cli, set_provider_key, HubProc, NodeHome, Proc,
 };
 use serde_json::{json, Value};
 use tokio_tungstenite::{
@@ -26,75 +22,9 @@ use tokio_tungstenite::{
     tungstenite::{client::IntoClientRequest, http::HeaderValue, Message},
 };
 
-use crate::{bins, sub, tempdir};
+use crate::{bins, node_client::NodeApi, sub, tempdir};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-type Replies = Arc<Mutex<Vec<String>>>;
-
-/// The fake model: answers each `/v1/messages` with the next recorded SSE stream.
-async fn answer(State(replies): State<Replies>) -> Response {
-    let next = replies
-        .lock()
-        .ok()
-        .and_then(|mut r| (!r.is_empty()).then(|| r.remove(0)))
-        .unwrap_or_default();
-    Response::builder()
-        .header("content-type", "text/event-stream")
-        .body(Body::from(next))
-        .unwrap_or_default()
-}
-
-/// A node's API with its owner token.
-struct NodeApi {
-    addr: SocketAddr,
-    token: String,
-    client: reqwest::Client,
-}
-
-impl NodeApi {
-    fn of(node: &NodeHome) -> anyhow::Result<Self> {
-        hearth_hub::hub_client::install_crypto_provider();
-        Ok(Self {
-            addr: node.http_addr()?,
-            token: node.owner_token()?,
-            client: reqwest::Client::builder().no_proxy().build()?,
-        })
-    }
-
-    async fn send(
-        &self,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-    ) -> anyhow::Result<reqwest::Response> {
-        let mut req = self
-            .client
-            .request(
-                method.parse()?,
-                format!("http://{}/api/v1{path}", self.addr),
-            )
-            .bearer_auth(&self.token);
-        if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
-        }
-        Ok(req.send().await?)
-    }
-
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
-        let resp = self.send(method, path, body).await?;
-        let status = resp.status();
-        let text = resp.text().await?;
-        anyhow::ensure!(status.is_success(), "{method} {path}: {status} {text}");
-        Ok(if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text)?
-        })
-    }
-}
 
 fn ids_titled(page: &Value, title: &str) -> Vec<String> {
     page["data"]
@@ -123,30 +53,13 @@ async fn until<T>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offline_edits_reach_the_hub_and_a_relayed_chat_is_approved_from_the_node(
 ) -> anyhow::Result<()> {
-    let replies: Replies = Arc::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let model_addr = listener.local_addr()?;
-    let app = Router::new()
-        .route("/v1/messages", post(answer))
-        .with_state(replies.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let replies = fake_model::Script::default();
+    let model_addr = fake_model::serve_scripted(replies.clone()).await?;
 
     let bins = bins();
     let dir = tempdir();
     let hub_home = sub(&dir, "hub");
-    let mut set = bins.hub(&hub_home);
-    set.args(["set-key", "anthropic"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null());
-    let mut child = set.spawn()?;
-    child
-        .stdin
-        .take()
-        .map(|mut s| s.write_all(b"sk-test-relay\n"))
-        .transpose()?;
-    anyhow::ensure!(child.wait()?.success(), "set-key failed");
+    set_provider_key(&bins, &hub_home, "anthropic", "sk-test-relay")?;
     let node = NodeHome::new(&bins, sub(&dir, "laptop"))?;
     let hub_id = hub_cli(&bins, &hub_home, &["id"])?.trim().to_string();
     allow(&bins, &hub_home, &node.id)?;
@@ -261,11 +174,7 @@ async fn offline_edits_reach_the_hub_and_a_relayed_chat_is_approved_from_the_nod
     assert_eq!(code, 200, "{body}");
     // A note in `general`, written on the node once its replica has the project.
     until("general on the node", || {
-        let api = NodeApi {
-            addr: api.addr,
-            token: api.token.clone(),
-            client: api.client.clone(),
-        };
+        let api = api.clone();
         let general = general.clone();
         Box::pin(async move {
             let found = api
@@ -305,11 +214,7 @@ async fn offline_edits_reach_the_hub_and_a_relayed_chat_is_approved_from_the_nod
 
     // The relay comes back by itself: wait until the agent's routes answer.
     until("the relay", || {
-        let api = NodeApi {
-            addr: api.addr,
-            token: api.token.clone(),
-            client: api.client.clone(),
-        };
+        let api = api.clone();
         Box::pin(async move {
             Ok((api.send("GET", "/approvals", None).await?.status() == 200).then_some(()))
         })
@@ -385,11 +290,7 @@ async fn offline_edits_reach_the_hub_and_a_relayed_chat_is_approved_from_the_nod
 
     // What the agent did reaches the node's replica.
     until("the agent's note on the node", || {
-        let api = NodeApi {
-            addr: api.addr,
-            token: api.token.clone(),
-            client: api.client.clone(),
-        };
+        let api = api.clone();
         let old_id = old_id.clone();
         Box::pin(async move {
             let page = api.call("GET", "/notes?limit=200", None).await?;

@@ -22,13 +22,12 @@
 //! only `hearth/pair/2` brings the hub's relay in the pairing answer.
 
 use std::{
-    io::Write,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 use hearth_net::PairTicket;
-use hearth_tests::{eventually, hub_cli, Binaries, HubProc, NodeHome, Proc};
+use hearth_tests::{eventually, hub_cli, set_provider_key, Binaries, HubProc, NodeHome, Proc};
 use iroh_tickets::Ticket;
 
 use crate::{bins, sub, tempdir};
@@ -202,26 +201,6 @@ fn wait_seen(proc: &Proc, what: &str, pred: impl Fn(&str) -> bool) -> anyhow::Re
     found.ok_or_else(|| anyhow::anyhow!("{what}: not seen"))
 }
 
-/// Gives the hub a provider key, as the owner does once (`set-key` reads standard input).
-fn set_model_key(bins: &Binaries, home: &std::path::Path) -> anyhow::Result<()> {
-    let mut c = hub_cmd(bins, home);
-    c.args(["set-key", "anthropic"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn()?;
-    if let Some(mut input) = child.stdin.take() {
-        input.write_all(b"sk-test-away\n")?;
-    }
-    let out = child.wait_with_output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "set-key failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
-}
-
 /// `hearth chat --message … --yes` on the laptop prints the hub's reply. The agent's line
 /// comes up beside the sync session: while the node still answers that the hub is out of
 /// reach, it asks again.
@@ -304,7 +283,7 @@ fn node_pairs_through_a_relay_while_the_hub_starts_syncs_and_moves_to_a_direct_p
         hub_home.join("hub.json"),
         format!(r#"{{"relay": "{RELAY_URL}"}}"#),
     )?;
-    set_model_key(&host, &hub_home)?;
+    set_provider_key(&host, &hub_home, "anthropic", "sk-test-away")?;
     let mut hub = start_hub(&hub_bins, &hub_home, &model_url)?;
     let notice = wait_seen(&hub, "the hub's relay notice", |l| {
         l.starts_with("Away from home")
