@@ -3,7 +3,10 @@
 //! a credential; and the OpenAPI document, which must list exactly the routes the router
 //! serves and pass `openapi-spec-validator`.
 
-use std::{collections::BTreeSet, sync::Arc};
+mod api_state;
+
+use api_state::{api_state, TestState, PORT};
+use std::collections::BTreeSet;
 
 use axum::{
     body::Body,
@@ -11,25 +14,13 @@ use axum::{
     Router,
 };
 use hearth_hub::{
-    access::ConnectionTracker,
-    agent::{
-        provider::{ProviderClient, ProviderKind},
-        runner::{Agent, AgentConfig},
-    },
-    api::{self, guard::Access, ApiState},
-    chat::{ChatService, ProviderUrls},
-    devices::DeviceRegistry,
+    api::{self, ApiState},
     hubdb,
-    owner::{self, OwnerToken},
-    secrets::SecretStore,
-    settings::RuntimeStore,
 };
-use hearth_sync::{DocId, DocumentStore};
+use hearth_sync::DocId;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
-
-const PORT: u16 = 4200;
 
 struct Hub {
     dir: tempfile::TempDir,
@@ -41,57 +32,11 @@ struct Hub {
 
 async fn hub() -> Hub {
     let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path();
-    let hub_db = home.join("hub.db");
-    let store = DocumentStore::open(home.join("hearth.db")).expect("store");
-    let general = hearth_hub::projects::ensure_general(&store, &hub_db)
-        .await
-        .expect("general");
-    // Never called here; a loopback address in any case.
-    let provider = ProviderClient::new(
-        "anthropic",
-        ProviderKind::Anthropic,
-        "http://127.0.0.1:9",
-        Some("k".into()),
-    )
-    .expect("provider");
-    let agent = Arc::new(
-        Agent::new(store.clone(), provider, AgentConfig::default(), &hub_db).expect("agent"),
-    );
-    let secrets =
-        Arc::new(SecretStore::open(&hub_db, &home.join("server.secret")).expect("secrets"));
-    let local = "http://127.0.0.1:9".to_string();
-    let urls = ProviderUrls {
-        anthropic: local.clone(),
-        openai: local.clone(),
-        ollama: local,
-    };
-    let chat = Arc::new(ChatService::new(
-        agent,
-        store.clone(),
-        secrets,
-        urls,
-        home.join("projects"),
+    let TestState {
+        state,
+        token: secret,
         general,
-        Arc::new(hearth_hub::events::EventHub::new()),
-    ));
-    let token = OwnerToken::load_or_create(home).expect("token");
-    let secret = token.expose().to_string();
-    let access = Arc::new(Access::new(
-        token,
-        Arc::new(owner::open_sessions(&hub_db).expect("sessions")),
-        "hearth_hub_test".into(),
-        PORT,
-        vec![],
-    ));
-    let state = ApiState {
-        store,
-        registry: Arc::new(DeviceRegistry::open(&hub_db).expect("registry")),
-        tracker: Arc::new(ConnectionTracker::default()),
-        chat,
-        runtime: Arc::new(RuntimeStore::open(&hub_db).expect("runtime")),
-        access,
-    };
+    } = api_state(dir.path()).await;
     Hub {
         router: api::router(state.clone()),
         dir,

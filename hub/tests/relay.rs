@@ -5,7 +5,10 @@
 //! owner's alone; revoked keys and unrelayed routes are refused; the event stream is
 //! filtered for the device.
 
-use std::{collections::BTreeSet, sync::Arc, time::Duration};
+mod api_state;
+
+use api_state::{api_state, TestState, PORT};
+use std::{collections::BTreeSet, time::Duration};
 
 use axum::{
     body::Body,
@@ -15,19 +18,9 @@ use axum::{
 };
 use futures_util::StreamExt;
 use hearth_hub::{
-    access::ConnectionTracker,
-    agent::{
-        provider::{ProviderClient, ProviderKind},
-        runner::{Agent, AgentConfig},
-    },
-    api::{self, guard::Access, ApiState},
-    chat::{ChatService, ProviderUrls},
-    devices::DeviceRegistry,
-    events::{ChatKey, EventHub},
-    owner::{self, OwnerToken},
+    api::{self, ApiState},
+    events::ChatKey,
     rpc_service::Relay,
-    secrets::SecretStore,
-    settings::RuntimeStore,
 };
 use hearth_protocol::{RpcMethod, RpcRequest};
 use hearth_sync::DocId;
@@ -35,8 +28,6 @@ use http_body_util::BodyExt;
 use iroh::{EndpointId, SecretKey};
 use serde_json::{json, Value};
 use tower::ServiceExt;
-
-const PORT: u16 = 4200;
 
 struct Hub {
     _dir: tempfile::TempDir,
@@ -48,57 +39,11 @@ struct Hub {
 
 async fn hub() -> Hub {
     let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path();
-    let hub_db = home.join("hub.db");
-    let store = hearth_sync::DocumentStore::open(home.join("hearth.db")).expect("store");
-    let general = hearth_hub::projects::ensure_general(&store, &hub_db)
-        .await
-        .expect("general");
-    // Never reached: a port nothing listens on, on loopback.
-    let provider = ProviderClient::new(
-        "anthropic",
-        ProviderKind::Anthropic,
-        "http://127.0.0.1:9",
-        Some("k".into()),
-    )
-    .expect("provider");
-    let agent = Arc::new(
-        Agent::new(store.clone(), provider, AgentConfig::default(), &hub_db).expect("agent"),
-    );
-    let secrets =
-        Arc::new(SecretStore::open(&hub_db, &home.join("server.secret")).expect("secrets"));
-    let local = "http://127.0.0.1:9".to_string();
-    let urls = ProviderUrls {
-        anthropic: local.clone(),
-        openai: local.clone(),
-        ollama: local,
-    };
-    let chat = Arc::new(ChatService::new(
-        agent,
-        store.clone(),
-        secrets,
-        urls,
-        home.join("projects"),
-        general,
-        Arc::new(EventHub::new()),
-    ));
-    let token = OwnerToken::load_or_create(home).expect("token");
-    let secret = token.expose().to_string();
-    let access = Arc::new(Access::new(
-        token,
-        Arc::new(owner::open_sessions(&hub_db).expect("sessions")),
-        "hearth_hub_test".into(),
-        PORT,
-        vec![],
-    ));
-    let state = ApiState {
-        store,
-        registry: Arc::new(DeviceRegistry::open(&hub_db).expect("registry")),
-        tracker: Arc::new(ConnectionTracker::default()),
-        chat,
-        runtime: Arc::new(RuntimeStore::open(&hub_db).expect("runtime")),
-        access,
-    };
+    let TestState {
+        state,
+        token: secret,
+        general: _,
+    } = api_state(dir.path()).await;
     Hub {
         owner: api::router(state.clone()),
         relay: Relay::new(state.clone()),

@@ -1,0 +1,93 @@
+//! The API's state over a fresh data directory, for the tests that drive the hub's
+//! handlers in process (the owner's router and the rpc relay): a store with `general`,
+//! an agent whose provider is never reached (a loopback port nothing listens on), the
+//! owner's token and sessions, the device registry and the runtime settings.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::{path::Path, sync::Arc};
+
+use hearth_hub::{
+    access::ConnectionTracker,
+    agent::{
+        provider::{ProviderClient, ProviderKind},
+        runner::{Agent, AgentConfig},
+    },
+    api::{guard::Access, ApiState},
+    chat::{ChatService, ProviderUrls},
+    devices::DeviceRegistry,
+    events::EventHub,
+    owner::{self, OwnerToken},
+    secrets::SecretStore,
+    settings::RuntimeStore,
+};
+use hearth_sync::{DocId, DocumentStore};
+
+/// The API's port the guard expects in `Host`.
+pub const PORT: u16 = 4200;
+
+/// What a test needs of a hub built in process.
+pub struct TestState {
+    pub state: ApiState,
+    /// The owner token, as the CLI sends it.
+    pub token: String,
+    pub general: DocId,
+}
+
+/// The API's state over `home` (the caller keeps the directory alive).
+pub async fn api_state(home: &Path) -> TestState {
+    let hub_db = home.join("hub.db");
+    let store = DocumentStore::open(home.join("hearth.db")).expect("store");
+    let general = hearth_hub::projects::ensure_general(&store, &hub_db)
+        .await
+        .expect("general");
+    let provider = ProviderClient::new(
+        "anthropic",
+        ProviderKind::Anthropic,
+        "http://127.0.0.1:9",
+        Some("k".into()),
+    )
+    .expect("provider");
+    let agent = Arc::new(
+        Agent::new(store.clone(), provider, AgentConfig::default(), &hub_db).expect("agent"),
+    );
+    let secrets =
+        Arc::new(SecretStore::open(&hub_db, &home.join("server.secret")).expect("secrets"));
+    let local = "http://127.0.0.1:9".to_string();
+    let urls = ProviderUrls {
+        anthropic: local.clone(),
+        openai: local.clone(),
+        ollama: local,
+    };
+    let chat = Arc::new(ChatService::new(
+        agent,
+        store.clone(),
+        secrets,
+        urls,
+        home.join("projects"),
+        general,
+        Arc::new(EventHub::new()),
+    ));
+    let token = OwnerToken::load_or_create(home).expect("token");
+    let secret = token.expose().to_string();
+    let access = Arc::new(Access::new(
+        token,
+        Arc::new(owner::open_sessions(&hub_db).expect("sessions")),
+        "hearth_hub_test".into(),
+        PORT,
+        vec![],
+    ));
+    let state = ApiState {
+        store,
+        registry: Arc::new(DeviceRegistry::open(&hub_db).expect("registry")),
+        tracker: Arc::new(ConnectionTracker::default()),
+        chat,
+        runtime: Arc::new(RuntimeStore::open(&hub_db).expect("runtime")),
+        access,
+    };
+    TestState {
+        state,
+        token: secret,
+        general,
+    }
+}
