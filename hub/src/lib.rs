@@ -351,7 +351,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     };
     rpc.serve(state.clone());
     if let Some(listener) = listener {
-        let app = api::router(state);
+        let app = api::router(state, settings.ui_dir.clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)

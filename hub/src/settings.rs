@@ -62,6 +62,8 @@ pub struct HubSettings {
     /// Host names (with or without a port) besides the loopback names that requests may
     /// address the API by, e.g. the name of a TLS proxy in front of it.
     pub http_hosts: Vec<String>,
+    /// Serve the web UI from this directory instead of the compiled-in files.
+    pub ui_dir: Option<PathBuf>,
     /// Advertise the hub on the LAN over mDNS.
     pub mdns: bool,
     /// Display name shown to devices.
@@ -90,6 +92,7 @@ impl HubSettings {
             },
             http: Some(SocketAddr::from(([127, 0, 0, 1], 4200))),
             http_hosts: Vec::new(),
+            ui_dir: None,
             mdns: true,
             name: "hearth".into(),
             pair_require_ticket: false,
@@ -132,6 +135,10 @@ pub struct ProcessArgs {
     /// and [::1] with the API's port), e.g. your TLS proxy's; repeat or comma-separate.
     #[arg(long = "http-host", env = "HEARTH_HTTP_HOSTS", value_delimiter = ',')]
     pub http_hosts: Vec<String>,
+    /// Serve the web UI from this directory instead of the compiled-in files (for
+    /// working on the UI without rebuilding).
+    #[arg(long, env = "HEARTH_UI_DIR", hide = true)]
+    pub ui_dir: Option<PathBuf>,
     /// Advertise the hub on the LAN over mDNS: `on` or `off` [default: on].
     #[arg(long, env = "HEARTH_MDNS")]
     pub mdns: Option<String>,
@@ -252,6 +259,7 @@ pub fn load(home: PathBuf, args: ProcessArgs) -> Result<HubSettings, SettingsErr
     } else {
         args.http_hosts
     };
+    s.ui_dir = args.ui_dir;
     s.http_hosts = s
         .http_hosts
         .iter()

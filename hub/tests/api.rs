@@ -38,7 +38,7 @@ async fn hub() -> Hub {
         general,
     } = api_state(dir.path()).await;
     Hub {
-        router: api::router(state.clone()),
+        router: api::router(state.clone(), None),
         dir,
         token: secret,
         general,

@@ -45,7 +45,7 @@ async fn hub() -> Hub {
         general: _,
     } = api_state(dir.path()).await;
     Hub {
-        owner: api::router(state.clone()),
+        owner: api::router(state.clone(), None),
         relay: Relay::new(state.clone()),
         _dir: dir,
         token: secret,

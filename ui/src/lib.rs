@@ -1,5 +1,5 @@
-//! hearth-ui: the parts of the HTTP API that hub and node both serve at [`API_ROOT`]
-//! (the web front end joins them in a later issue): the document routes, the answer
+//! hearth-ui: what hub and node both serve over HTTP: the web UI ([`assets`], the files
+//! under `ui/assets/`, compiled in) and the API at [`API_ROOT`]: the document routes, the answer
 //! shapes every Hearth API shares ([`api`]), owner access ([`access`]: the guard, the
 //! owner token, login links and browser sessions, the auth routes) and the numbered
 //! event stream with its WebSocket ([`events`]),
@@ -17,6 +17,7 @@
 
 pub mod access;
 pub mod api;
+pub mod assets;
 mod contacts;
 mod dto;
 pub mod events;

@@ -100,11 +100,13 @@ pub fn openapi_json(ops: &[hearth_ui::Op]) -> serde_json::Value {
     serde_json::to_value(&doc).unwrap_or_default()
 }
 
-/// The whole HTTP surface of the hub: the API at [`API_ROOT`], guarded.
-pub fn router(state: ApiState) -> Router {
+/// The whole HTTP surface of the hub: the web UI at `/` (compiled in, or read from
+/// `ui_dir`) and the API at [`API_ROOT`], both behind the guard.
+pub fn router(state: ApiState, ui_dir: Option<std::path::PathBuf>) -> Router {
     let (api, _) = routes(&state).into_parts();
     Router::new()
         .nest(API_ROOT, api)
+        .merge(hearth_ui::assets::router(ui_dir))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.access.clone(),

@@ -97,13 +97,19 @@ pub fn openapi_json(ops: &[hearth_ui::Op]) -> serde_json::Value {
     serde_json::to_value(&doc).unwrap_or_default()
 }
 
-/// The whole HTTP surface of the node: `routes` (normally [`routes`], maybe with more
-/// merged in) at the API root, guarded, with its OpenAPI document.
-pub fn router(state: NodeApiState, routes: ApiRoutes<NodeApiState>) -> Router {
+/// The whole HTTP surface of the node: the web UI at `/` (compiled in, or read from
+/// `ui_dir`) and `routes` (normally [`routes`], maybe with more merged in) at the API
+/// root with its OpenAPI document, all guarded.
+pub fn router(
+    state: NodeApiState,
+    routes: ApiRoutes<NodeApiState>,
+    ui_dir: Option<std::path::PathBuf>,
+) -> Router {
     let _ = state.openapi.set(openapi_json(routes.ops()));
     let (api, _) = routes.into_parts();
     Router::new()
         .nest(API_ROOT, api)
+        .merge(hearth_ui::assets::router(ui_dir))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.access.clone(),

@@ -59,6 +59,10 @@ pub(crate) struct RunArgs {
     /// and [::1] with the API's port); repeat or comma-separate.
     #[arg(long = "http-host", env = "HEARTH_HTTP_HOSTS", value_delimiter = ',')]
     http_hosts: Vec<String>,
+    /// Serve the web UI from this directory instead of the compiled-in files (for
+    /// working on the UI without rebuilding).
+    #[arg(long, env = "HEARTH_UI_DIR", hide = true)]
+    ui_dir: Option<PathBuf>,
     /// Test hook: the `hearth/sync/N` versions to offer instead of this build's own
     /// (comma-separated), to play a node of another release.
     #[arg(long, env = "HEARTH_SYNC_VERSIONS", value_delimiter = ',', hide = true)]
@@ -173,7 +177,7 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
             let routes = api::routes(&state).merge(relay_routes(link.clone()));
             Some(ApiServer::start(
                 listener,
-                api::router(state, routes),
+                api::router(state, routes, args.ui_dir.clone()),
                 &home,
             )?)
         }

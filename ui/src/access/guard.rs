@@ -10,7 +10,8 @@
 //!    not) or upgrades to a WebSocket is refused with 403 `foreign_origin` if it carries
 //!    an `Origin` that is not an allowed host (or `null`), or `Sec-Fetch-Site:
 //!    cross-site`: that stops cross-site requests from any page the owner visits.
-//! 3. Except for `GET /api/v1/health` and the login link (`GET /api/v1/auth/login`),
+//! 3. Except for `GET /api/v1/health`, the login link (`GET /api/v1/auth/login`) and
+//!    the UI's files (`GET` outside `/api/v1`, see `assets`),
 //!    the owner's credential is required: `Authorization: Bearer <owner.token>`
 //!    (compared in constant time) or this server's session cookie (named for this
 //!    instance, `hearth_hub_<id prefix>` or `hearth_node_<id prefix>`, since cookies
@@ -192,11 +193,15 @@ impl Access {
     }
 
     fn is_public(method: &Method, path: &str) -> bool {
-        let Some(rel) = path.strip_prefix(API_ROOT) else {
+        if !(*method == Method::GET || *method == Method::HEAD) {
             return false;
-        };
-        (*method == Method::GET || *method == Method::HEAD)
-            && (rel == crate::HEALTH_PATH || rel == super::LOGIN_PATH)
+        }
+        match path.strip_prefix(API_ROOT) {
+            Some(rel) => rel == crate::HEALTH_PATH || rel == super::LOGIN_PATH,
+            // The UI's files (`assets`): they hold no data, and a signed-out browser
+            // must load the page that tells its owner how to sign in.
+            None => true,
+        }
     }
 
     fn cookie<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
@@ -414,7 +419,9 @@ mod tests {
         assert!(Access::is_public(&Method::GET, "/api/v1/health"));
         assert!(!Access::is_public(&Method::POST, "/api/v1/health"));
         assert!(!Access::is_public(&Method::GET, "/api/v1/notes"));
-        assert!(!Access::is_public(&Method::GET, "/health"));
+        assert!(!Access::is_public(&Method::GET, "/api/v1x/notes"));
+        assert!(Access::is_public(&Method::GET, "/assets/js/app.js"));
+        assert!(!Access::is_public(&Method::POST, "/assets/js/app.js"));
     }
 
     #[tokio::test]
