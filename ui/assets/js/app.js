@@ -73,7 +73,8 @@ async function loadProjects() {
     const all = [];
     for (let offset = 0; ; offset += 500) {
       const page = await api.get('/projects', { limit: 500, offset });
-      all.push(...page.data);
+      // Listed rows name a project by `title` and mark it archived by `status`.
+      all.push(...page.data.map((p) => ({ ...p, name: p.title, archived: p.status === 'archived' })));
       if (all.length >= page.total || page.data.length === 0) break;
     }
     state.projects = all;
