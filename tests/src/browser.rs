@@ -46,8 +46,7 @@ pub fn shots_dir() -> PathBuf {
 
 /// Fails with the commands that install what journeys need, if something is missing.
 pub fn check_prerequisites() -> anyhow::Result<()> {
-    let chromium =
-        std::env::var("HEARTH_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let chromium = std::env::var("HEARTH_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     if !Path::new(&chromium).exists() {
         bail!("browser tests need Chromium at {chromium}: `apt-get install chromium` (or set HEARTH_CHROMIUM)");
     }
@@ -80,7 +79,10 @@ pub fn login_url(addr: SocketAddr, token: &str) -> anyhow::Result<String> {
 }
 
 fn ip(args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("ip").args(args).output().context("running ip")?;
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .context("running ip")?;
     anyhow::ensure!(
         out.status.success(),
         "ip {}: {}",
@@ -135,16 +137,20 @@ impl Cut {
                 inner,
             ])?;
             // No IPv6: a link-local address would be a second way between the two.
-            let _ = std::fs::write(
-                format!("/proc/sys/net/ipv6/conf/{root}/disable_ipv6"),
-                "1",
-            );
+            let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{root}/disable_ipv6"), "1");
             ip(&["link", "set", root, "up"])?;
             ip(&["netns", "exec", &ns, "ip", "link", "set", inner, "up"])?;
         }
         ip(&["netns", "exec", &ns, "ip", "link", "set", "lo", "up"])?;
         let _ = Command::new("ip")
-            .args(["netns", "exec", &ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])
+            .args([
+                "netns",
+                "exec",
+                &ns,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.all.disable_ipv6=1",
+            ])
             .status();
         Ok(cut)
     }
@@ -199,7 +205,12 @@ impl UiLab {
         Self::build(bins, dir, hub_env, true)
     }
 
-    fn build(bins: &Binaries, dir: &Path, hub_env: &[(&str, &str)], cuttable: bool) -> anyhow::Result<Self> {
+    fn build(
+        bins: &Binaries,
+        dir: &Path,
+        hub_env: &[(&str, &str)],
+        cuttable: bool,
+    ) -> anyhow::Result<Self> {
         let cut = if cuttable { Some(Cut::new()?) } else { None };
         let hub_home = dir.join("hub");
         let hub_id = run_ok({
@@ -286,7 +297,11 @@ impl UiLab {
             "--hub-addr",
             &self.hub_udp.to_string(),
             "--bind",
-            if self.cut.is_some() { "0.0.0.0:0" } else { "127.0.0.1:0" },
+            if self.cut.is_some() {
+                "0.0.0.0:0"
+            } else {
+                "127.0.0.1:0"
+            },
         ]);
         let p = Proc::spawn("node", c, self.node.home.join("node.stderr"))?;
         p.wait_line(Duration::from_secs(30), |l| l.starts_with("hearth ready"))?;
@@ -318,13 +333,29 @@ impl UiLab {
     }
 
     /// One request to the hub's API as its owner.
-    pub fn hub_api(&self, method: &str, path: &str, body: Option<&str>) -> anyhow::Result<(u16, String)> {
+    pub fn hub_api(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> anyhow::Result<(u16, String)> {
         http_request(self.hub_http, Some(&self.hub_token()?), method, path, body)
     }
 
     /// One request to the node's API as its owner.
-    pub fn node_api(&self, method: &str, path: &str, body: Option<&str>) -> anyhow::Result<(u16, String)> {
-        http_request(self.node_http, Some(&self.node.owner_token()?), method, path, body)
+    pub fn node_api(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> anyhow::Result<(u16, String)> {
+        http_request(
+            self.node_http,
+            Some(&self.node.owner_token()?),
+            method,
+            path,
+            body,
+        )
     }
 
     /// The journey configuration: both UIs' addresses and fresh login links.
