@@ -25,6 +25,7 @@ pub mod agent_bench;
 pub mod browser;
 pub mod fake_model;
 pub mod relay;
+pub mod ui_bench;
 
 /// Dispatches `argv[1]` to the hub's (`hearth-hub`) or node's (`hearth`) command line,
 /// to a local iroh relay (`relay`, see [`relay`]) or to a fake model provider
