@@ -31,6 +31,10 @@ run(async () => {
   await shot(signedOut, 'signed-out');
 
   const hub = await signIn(browser, config.hub.login, { name: 'hub' });
+  // The event WebSocket connects under the page's policy (connect-src 'self').
+  await until(() => hub.evaluate(async () => (await import('/assets/js/api.js')).events.state === 'open'), {
+    what: 'the event stream is open',
+  });
   await visitAll(hub, 'hub');
   const node = await signIn(browser, config.node.login, { name: 'node' });
   await until(async () => (await node.locator('#hub-status').textContent()) === 'Online', { what: 'node online' });

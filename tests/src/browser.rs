@@ -105,9 +105,13 @@ struct Cut {
 
 impl Cut {
     fn new() -> anyhow::Result<Self> {
-        let tag = std::process::id() % 10_000;
-        // One /24 per link and per process: tests of one run never share addresses.
-        let k = (tag % 250) as u8;
+        // Labs of one test process run at once: each takes the next number.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let pid = std::process::id();
+        let tag = format!("{}x{n}", pid % 10_000);
+        // One /24 per link and per lab.
+        let k = ((pid.wrapping_mul(7).wrapping_add(n)) % 250) as u8;
         let ns = format!("hth-ui-{tag}");
         let (sa, sb) = (format!("us{tag}"), format!("un{tag}"));
         let (ha, hb) = (format!("uh{tag}"), format!("um{tag}"));
