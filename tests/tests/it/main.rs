@@ -20,6 +20,8 @@ mod scope;
 mod tidy;
 mod ui_pages;
 mod ui_sanitize;
+mod ui_typing;
+mod ui_xss;
 mod versions;
 
 use std::path::PathBuf;

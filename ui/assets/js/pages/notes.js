@@ -14,7 +14,7 @@
 // notes-prev, notes-next, note-back, note-title, note-project, note-updated,
 // note-save-state (data-state: saved, saving, offline, deleted, error), note-mode-write,
 // note-mode-split, note-mode-preview, note-delete, note-delete-confirm,
-// note-delete-cancel, note-editor, note-preview, note-gone, note-copy.
+// note-delete-cancel, note-body (the editor's textarea), note-preview, note-gone, note-copy.
 
 import * as api from '../api.js';
 import { ago, debounce, h, replace } from '../dom.js';
@@ -60,7 +60,8 @@ function describe(e) {
 
 export default {
   title: 'Notes',
-  mount(el, ctx) {
+  /** Resolves once the list (and the open note) show their first data. */
+  async mount(el, ctx) {
     const openId = ctx.route.id;
     const root = h('div', { class: ['notes', openId ? 'has-detail' : null] });
     const listPane = h('div', { class: 'notes-list-pane' });
@@ -92,11 +93,13 @@ export default {
     const clock = setInterval(() => {
       for (const t of el.querySelectorAll('time[datetime]')) t.textContent = ago(Date.parse(t.dateTime));
     }, 30_000);
-    return () => {
+    const cleanup = () => {
       clearInterval(clock);
       list.close();
       detail.close();
     };
+    await Promise.all([list.loaded, detail.loaded]);
+    return cleanup;
   },
 };
 
@@ -111,11 +114,12 @@ function notesList(ctx, pane, openId) {
     'aria-label': 'Search notes',
     value: listState.q,
     'data-test': 'notes-search',
-    oninput: debounce(() => {
+    oninput: () => {
+      // Kept at once (a note opened right away keeps it); asked for once typing pauses.
       listState.q = search.value.trim();
       listState.offset = 0;
-      load();
-    }, 200),
+      searchSoon();
+    },
     onkeydown: (e) => {
       if (e.key === 'ArrowDown') {
         ul.querySelector('a')?.focus();
@@ -123,6 +127,7 @@ function notesList(ctx, pane, openId) {
       }
     },
   });
+  const searchSoon = debounce(() => load(), 200);
   const newButton = h('button', { class: 'primary', 'data-test': 'note-new', onclick: () => create() }, 'New note');
   const summary = h('p', { class: 'notes-summary muted', 'aria-live': 'polite' });
   const ul = h('ul', { class: 'list notes-list', 'data-test': 'notes-list', onkeydown: arrows });
@@ -259,10 +264,11 @@ function notesList(ctx, pane, openId) {
     listState.rows = null;
     render();
   }
-  load();
+  const loaded = load();
   // Note events come in bursts while someone types: the list follows once they pause.
   const later = debounce(() => load(true), 300);
   return {
+    loaded,
     refresh: (now = false) => (now ? load() : later()),
     render,
     /** The open note's title as typed, before the server has it. */
@@ -307,7 +313,7 @@ function emptyDetail(pane) {
       h('p', { class: 'muted' }, 'Notes are Markdown; two devices can write in one note at once.'),
     ),
   );
-  return { remote() {}, projects() {}, close() {} };
+  return { loaded: null, remote() {}, projects() {}, close() {} };
 }
 
 // ---------------------------------------------------------------- the detail
@@ -354,7 +360,7 @@ function noteDetail(ctx, pane, id, list) {
   const editor = h('textarea', {
     class: 'note-editor',
     'aria-label': 'Note text (Markdown)',
-    'data-test': 'note-editor',
+    'data-test': 'note-body',
     spellcheck: 'true',
     placeholder: 'Write in Markdown…',
     disabled: true,
@@ -373,7 +379,7 @@ function noteDetail(ctx, pane, id, list) {
     },
   });
   const preview = h('div', { class: 'note-preview markdown', 'data-test': 'note-preview', 'aria-label': 'Preview', tabindex: '0' });
-  const body = h('div', { class: 'note-body' }, editor, preview);
+  const body = h('div', { class: 'note-panes' }, editor, preview);
 
   pane.append(
     h(
@@ -408,7 +414,8 @@ function noteDetail(ctx, pane, id, list) {
     for (const b of modeButtons) b.setAttribute('aria-pressed', String(b.dataset.mode === mode));
     if (mode !== 'write') renderPreview();
   }
-  applyMode(localStorage.getItem(MODE_KEY) || (innerWidth >= 1100 ? 'split' : 'write'));
+  // Until the writer picks, side by side where it fits (see notes.css), else writing only.
+  applyMode(localStorage.getItem(MODE_KEY) || (pane.clientWidth >= 736 ? 'split' : 'write'));
 
   function renderPreview() {
     clearTimeout(previewTimer);
@@ -639,9 +646,8 @@ function noteDetail(ctx, pane, id, list) {
     }
   }
 
-  open();
-
   return {
+    loaded: open(),
     remote: () => sync?.remote(),
     projects,
     close() {

@@ -1,0 +1,39 @@
+//! Two writers in one paragraph of one note, one in the hub's UI and one in the node's
+//! (`tests/browser/typing.mjs`), live and again while the node is cut off from the hub:
+//! every keystroke of both kept, each caret where its writer left it, emoji whole, and
+//! both UIs and both servers end with the same text.
+
+use std::time::Duration;
+
+use hearth_tests::{
+    browser::{Journey, UiLab},
+    eventually,
+};
+use serde_json::{json, Value};
+
+use crate::{bins, tempdir};
+
+const START: &str = "Shared paragraph: the hub writes here and the laptop writes there, both at once.\n\nAnother paragraph stays as it is.";
+
+#[test]
+fn two_writers_keep_every_keystroke_live_and_across_a_cut() -> anyhow::Result<()> {
+    let dir = tempdir();
+    let mut lab = UiLab::cuttable(&bins(), dir.path(), &[])?;
+    let body = json!({ "title": "Written by two", "content": START }).to_string();
+    let (status, created) = lab.hub_api("POST", "/api/v1/notes", Some(&body))?;
+    anyhow::ensure!(status == 201, "creating the note: {status} {created}");
+    let id = serde_json::from_str::<Value>(&created)?["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // The journey starts once the note is on the node too.
+    eventually(Duration::from_secs(30), || {
+        let (status, _) = lab.node_api("GET", &format!("/api/v1/notes/{id}"), None)?;
+        Ok(status == 200)
+    })?;
+    let mut config = lab.config()?;
+    config["note"] = Value::from(id);
+    config["start"] = Value::from(START);
+    Journey::new("typing.mjs", config).run(|cmd, _| lab.control(cmd))?;
+    Ok(())
+}
