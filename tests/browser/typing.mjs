@@ -132,6 +132,8 @@ run(async () => {
   await until(async () => (await editorState(node)).state === 'saved', { what: 'the node saved locally' });
   await until(async () => (await editorState(hub)).state === 'saved', { what: 'the hub saved' });
   const apart = [await editorState(hub), await editorState(node)];
+  log(`cut: hub ${JSON.stringify(apart[0].text)}`);
+  log(`cut: node ${JSON.stringify(apart[1].text)}`);
   assert(!apart[0].text.includes(CUT.node.join('')), 'while cut, the hub has not seen the laptop’s words');
   assert(!apart[1].text.includes(CUT.hub.join('')), 'while cut, the laptop has not seen the hub’s words');
   await shot(node, 'typing-node-cut');

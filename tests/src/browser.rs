@@ -146,6 +146,13 @@ impl Cut {
             ip(&["netns", "exec", &ns, "ip", "link", "set", inner, "up"])?;
         }
         ip(&["netns", "exec", &ns, "ip", "link", "set", "lo", "up"])?;
+        // The HTTP link carries no UDP, either way: hub and node have wildcard
+        // (dual-stack) sockets answering on every address, so QUIC found the other side
+        // over that link and the hub's changes still reached a cut-off node.
+        let http_net = format!("10.214.{k}.0/24");
+        let rule = ["rule", "add", "to", &http_net, "ipproto", "udp", "prohibit"];
+        ip(&rule)?;
+        ip(&[&["netns", "exec", &ns, "ip"][..], &rule[..]].concat())?;
         let _ = Command::new("ip")
             .args([
                 "netns",
@@ -166,6 +173,11 @@ impl Cut {
 
 impl Drop for Cut {
     fn drop(&mut self) {
+        let http_net = format!(
+            "{}/24",
+            Ipv4Addr::from(u32::from(self.node_http_ip) & !0xff)
+        );
+        let _ = ip(&["rule", "del", "to", &http_net, "ipproto", "udp", "prohibit"]);
         let _ = ip(&["link", "del", &self.sync_if]);
         let _ = ip(&["netns", "del", &self.ns]);
     }

@@ -246,11 +246,14 @@ async function route() {
   const el = h('section', { class: ['page', `page-${meta.path}`], 'aria-label': meta.title });
   replace(main, el);
   const { ctx, subs } = ctxFor(r);
-  state.page = { cleanup: null, subs };
+  const page = { cleanup: null, subs };
+  state.page = page;
   try {
-    state.page.cleanup = (await mod.default.mount(el, ctx)) ?? null;
+    page.cleanup = (await mod.default.mount(el, ctx)) ?? null;
+    // Left while it mounted: its cleanup is due now (the next page is in state.page).
+    if (state.page !== page) page.cleanup?.();
     // Tests and the bench wait for this: the page shows its first data.
-    if (token === routeToken) el.dataset.ready = 'true';
+    else el.dataset.ready = 'true';
   } catch (e) {
     console.error(e);
     if (e.status !== 401) el.append(h('p', { class: 'error' }, e.message));

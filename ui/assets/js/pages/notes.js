@@ -433,7 +433,9 @@ function noteDetail(ctx, pane, id, list) {
     note = n;
     if (!titleDirty && document.activeElement !== title) title.value = n.title;
     list.retitle(id, titleDirty ? title.value.trim() : n.title);
-    projects();
+    // Every saved keystroke answers the note: rebuild the select only when it changed
+    // (rebuilding closes it under the writer's pointer).
+    if (projectSlot.dataset.project !== (n.project ?? '')) projects();
     updated.replaceChildren('Edited ', h('time', { datetime: dateOf(n.updated_at).toISOString() }, ago(n.updated_at)));
     updated.title = dateOf(n.updated_at).toLocaleString();
   }
@@ -451,6 +453,7 @@ function noteDetail(ctx, pane, id, list) {
       select.append(h('option', { value: note.project, selected: true }, 'A project not on this device'));
     }
     replace(projectSlot, select);
+    projectSlot.dataset.project = note.project ?? '';
   }
 
   async function move(project) {
