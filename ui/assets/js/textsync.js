@@ -369,16 +369,14 @@ export function docToView(doc, d) {
 
 const sameHeads = (a, b) => a.length === b.length && [...a].sort().join() === [...b].sort().join();
 
-/** States shown to the writer. */
-export const STATES = ['saved', 'saving', 'offline', 'deleted', 'error'];
-
 /**
  * One text field of one document kept in sync with the server.
  *
  * `io`: `patch(heads, splices)` and `get()` answer `{content, heads, …}` or throw
  * `{status, code, message}` (status 0: no answer); `read()` answers the view's
  * `{text, start, end, direction}` (or null while no view is attached); `render(text,
- * sel)` shows a new text and selection; `status(state, detail)`; optional: `meta(answer)`
+ * sel)` shows a new text and selection; `status(state, detail)` with state one of
+ * saved, saving, offline, deleted, error; optional: `meta(answer)`
  * with every answer, `composing()` (true while an input method composes: the view is
  * left alone until `resume()`), `timer(fn, ms)` → cancel (defaults to setTimeout), and
  * `idle()` once a detached engine has nothing left to send.
