@@ -166,7 +166,10 @@ async fn conversations_and_messages_page_per_project_and_archive() {
     assert_eq!(convs["total"], 2, "{convs}");
     assert_eq!(convs["data"][0]["name"], "side", "most recent first");
     assert_eq!(convs["data"][1]["messages"], 3);
-    assert_eq!(convs["data"][1]["title"], "hi", "named by its first message");
+    assert_eq!(
+        convs["data"][1]["title"], "hi",
+        "named by its first message"
+    );
     // History, newest first, paged.
     let page = h
         .ok(&format!(

@@ -18,6 +18,7 @@ mod relay_access;
 mod replication;
 mod scope;
 mod tidy;
+mod ui_chat;
 mod ui_pages;
 mod ui_sanitize;
 mod versions;

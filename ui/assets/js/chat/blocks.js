@@ -169,7 +169,7 @@ export function toolCall(tool, { onDecide, canDecide = () => true } = {}) {
 function approvalCard(t, onDecide, canDecide) {
   const { id, status } = t.approval;
   const waiting = status === 'waiting';
-  const note = h('p', { class: 'approval-note', role: waiting ? null : 'status' }, RESOLUTION[status] ?? status);
+  const note = h('span', { class: 'approval-note', role: waiting ? null : 'status' }, RESOLUTION[status] ?? status);
   const card = h(
     'div',
     {
@@ -180,13 +180,12 @@ function approvalCard(t, onDecide, canDecide) {
       'data-approval': id,
       'data-state': status,
     },
-    h('div', { class: 'approval-head' }, 'Hearth wants to run ', h('code', null, t.name)),
+    waiting
+      ? h('div', { class: 'approval-head' }, 'Hearth wants to run ', h('code', null, t.name))
+      : h('div', { class: 'approval-head' }, 'Approval to run ', h('code', null, t.name), ': ', note),
     waiting ? h('pre', { class: 'tool-pre' }, prettyJson(t.args)) : null,
   );
-  if (!waiting) {
-    card.append(note);
-    return { card, refresh: () => {} };
-  }
+  if (!waiting) return { card, refresh: () => {} };
   const error = h('p', { class: 'error', hidden: true });
   const buttons = [];
   let busy = false;

@@ -42,7 +42,7 @@ export function createList({ project, current, onError, onArchived, onLoad }) {
       class: 'conv-archived',
       'data-test': 'archived-conversations',
       ontoggle: () => {
-        if (archivedSection.open) loadArchived();
+        if (archivedSection.open && !archived) loadArchived().catch((e) => onError?.(e));
       },
     },
     h('summary', null, 'Archived'),
@@ -59,19 +59,20 @@ export function createList({ project, current, onError, onArchived, onLoad }) {
     h('div', { class: 'convs-scroll' }, ul, more, archivedSection),
   );
 
+  // One Tab stop for the whole list (the open conversation's link); arrows move within.
   ul.addEventListener('keydown', (e) => {
-    if (e.key !== 'ArrowDown' && e.key !== 'ArrowUp') return;
     const links = [...ul.querySelectorAll('a.conv')];
     const i = links.indexOf(document.activeElement);
     if (i < 0) return;
-    const next = links[i + (e.key === 'ArrowDown' ? 1 : -1)];
-    if (next) {
-      e.preventDefault();
-      next.focus();
-    }
+    const to = { ArrowDown: i + 1, ArrowUp: i - 1, Home: 0, End: links.length - 1 }[e.key];
+    const next = to === undefined ? null : links[to];
+    if (!next) return;
+    e.preventDefault();
+    for (const a of links) a.tabIndex = a === next ? 0 : -1;
+    next.focus();
   });
 
-  function item(c, { inArchive = false } = {}) {
+  function item(c, { inArchive = false, tabStop = false } = {}) {
     const active = c.name === current;
     const marks = [];
     if (running.has(c.name)) marks.push(h('span', { class: 'conv-mark running', title: 'Answering now' }, h('span', { class: 'sr-only' }, 'answering now')));
@@ -85,6 +86,8 @@ export function createList({ project, current, onError, onArchived, onLoad }) {
             class: 'icon conv-action',
             'data-test': 'archive-conversation',
             'aria-label': `Archive “${c.title ?? c.name}”`,
+            // The open conversation's archive button is in the header, for the keyboard.
+            tabindex: '-1',
             title: 'Archive',
             onclick: () => setArchived(c.name, true),
           },
@@ -101,6 +104,7 @@ export function createList({ project, current, onError, onArchived, onLoad }) {
           'data-test': 'conversation',
           'data-conversation': c.name,
           'aria-current': active ? 'page' : null,
+          tabindex: inArchive || tabStop ? '0' : '-1',
         },
         h('span', { class: 'conv-title' }, c.title ?? c.name),
         h('span', { class: 'conv-meta' }, marks, ago(c.last_at)),
@@ -119,7 +123,8 @@ export function createList({ project, current, onError, onArchived, onLoad }) {
     } else if (!state.rows.length) {
       replace(ul, h('li', { class: 'conv-empty muted' }, 'No conversations yet.'));
     } else {
-      replace(ul, state.rows.map((c) => item(c)));
+      const stop = state.rows.some((c) => c.name === current) ? current : state.rows[0].name;
+      replace(ul, state.rows.map((c) => item(c, { tabStop: c.name === stop })));
     }
     replace(
       more,
@@ -146,11 +151,14 @@ export function createList({ project, current, onError, onArchived, onLoad }) {
       const page = await fetchRows(0, Math.max(PAGE, Math.min(state.rows.length, 500)));
       Object.assign(state, { rows: page.data, total: page.total, loaded: true });
       draw();
+      // The open conversation is not among the live ones: perhaps it is archived.
+      const missing = current && !state.rows.some((r) => r.name === current) && state.rows.length >= state.total;
+      if (archived || missing) await loadArchived();
+      if (missing && archived?.some((r) => r.name === current)) archivedSection.open = true;
       onLoad?.();
     } catch (e) {
       onError?.(e);
     }
-    if (archived) loadArchived();
   }
 
   async function loadMore() {
@@ -166,13 +174,9 @@ export function createList({ project, current, onError, onArchived, onLoad }) {
   }
 
   async function loadArchived() {
-    try {
-      const page = await fetchRows(0, 100, true);
-      archived = page.data;
-      draw();
-    } catch (e) {
-      onError?.(e);
-    }
+    const page = await fetchRows(0, 100, true);
+    archived = page.data;
+    draw();
   }
 
   async function setArchived(name, value) {

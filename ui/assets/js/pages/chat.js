@@ -49,7 +49,7 @@ const wide = () => matchMedia('(min-width: 721px)').matches;
 
 export default {
   title: 'Chat',
-  mount(el, ctx) {
+  async mount(el, ctx) {
     const params = ctx.route.params;
     const project = params.get('project') || ctx.project || homeProject(ctx.projects);
     // No project known (none chosen, no default found): the server picks on the first message.
@@ -192,6 +192,7 @@ export default {
       const turn = project ? live.turnOf(project, conversation) : null;
       title.textContent = isNew && !turn ? 'New chat' : (row?.title ?? turn?.message?.split('\n')[0] ?? conversation);
       where.textContent = project ? projectPath(ctx.projects, project) : '';
+      if (list?.isArchived(conversation)) where.append(' · archived');
       document.title = `${title.textContent} · Hearth`;
       const archived = list?.isArchived(conversation);
       replace(
@@ -378,27 +379,35 @@ export default {
     drawHead();
     setOffline(offline);
     updateComposer();
+    const firstData = [];
     if (isNew || !thread) {
       showThread(false);
     } else {
       showThread(true);
-      thread
-        .load()
-        .then((exists) => {
-          showThread(exists);
-          drawHead();
-        })
-        .catch(failed);
+      firstData.push(
+        thread
+          .load()
+          .then((exists) => {
+            showThread(exists);
+            drawHead();
+          })
+          .catch(failed),
+      );
     }
-    if (!offline) {
-      list?.reload();
-      loadApprovals();
-    }
+    if (!offline) firstData.push(list?.reload(), loadApprovals());
     if (wide()) input.focus();
 
-    return () => {
+    const cleanup = () => {
       for (const off of cleanups) off();
       thread?.dispose();
     };
+    // Resolving tells the shell the page shows its first data.
+    await Promise.all(firstData);
+    if (!el.isConnected) {
+      // Left while loading: the shell had no cleanup to call yet.
+      cleanup();
+      return null;
+    }
+    return cleanup;
   },
 };
