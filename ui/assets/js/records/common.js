@@ -60,10 +60,11 @@ export function deleteButton({ label = 'Delete', confirm = 'Delete for good', wh
         label,
       ),
     );
-  const second = () =>
+  const second = () => {
+    const said = typeof warning === 'function' ? warning() : warning;
     replace(
       box,
-      (typeof warning === 'function' ? warning() : warning) ? h('span', { class: 'rec-warn' }, typeof warning === 'function' ? warning() : warning) : null,
+      said ? h('span', { class: 'rec-warn' }, said) : null,
       h(
         'button',
         {
@@ -92,6 +93,7 @@ export function deleteButton({ label = 'Delete', confirm = 'Delete for good', wh
         'Cancel',
       ),
     );
+  };
   first();
   return box;
 }
@@ -168,9 +170,11 @@ export function chipEditor({ tags, onChange, label = 'Add a tag', testPrefix = '
     }
   }
   function draw() {
-    replace(
-      box,
-      current.map((t) =>
+    // The input stays where it is (moving it would drop its focus); chips go before it.
+    for (const el of [...box.children]) if (el !== input) el.remove();
+    if (!input.parentNode) box.append(input);
+    input.before(
+      ...current.map((t) =>
         h(
           'span',
           { class: 'chip', 'data-test': testPrefix, dataset: { tag: t } },
@@ -190,15 +194,12 @@ export function chipEditor({ tags, onChange, label = 'Add a tag', testPrefix = '
           ),
         ),
       ),
-      input,
     );
   }
   draw();
   box.set = (next) => {
-    const focused = document.activeElement === input;
     current = [...next];
     draw();
-    if (focused) input.focus();
   };
   return box;
 }
