@@ -3,7 +3,7 @@
 // email, phone, company, job title, website, address, tags as chips, notes) and delete.
 //
 // Owns: the contact list's tag filter. The listing answers names only, so the page
-// reads each contact once for its email and tags, keeping them in `details` by id and
+// reads each contact once for its email and tags (records/common.js detailCache),
 // reading again only those whose `updated_at` changed. Must never show a detail older
 // than the listing it came with, nor build markup from strings.
 //
@@ -17,24 +17,13 @@
 
 import * as api from '../api.js';
 import { h, replace, debounce } from '../dom.js';
-import { arrowNav, chipEditor, deleteButton, errorBox, errorText, fetchAll, field, liveReload, pageHead, props, snippet } from '../records/common.js';
+import { arrowNav, chipEditor, deleteButton, detailCache, errorBox, errorText, fetchAll, field, liveReload, pageHead, props, snippet } from '../records/common.js';
 import { recordEditor } from '../records/editor.js';
 import { saveState, splitView } from '../records/split.js';
 
-/** Contact details by id, each with the `updated_at` it was read at. */
-const details = new Map();
+/** Contact details by id, checked against each fresh listing. */
+const details = detailCache('/contacts');
 const view = { query: '', tag: null };
-
-/** Reads the contacts whose details are missing or older than `rows` say, 8 at a time. */
-async function readDetails(rows) {
-  const stale = rows.filter((r) => details.get(r.id)?.updated_at !== r.updated_at);
-  for (let i = 0; i < stale.length; i += 8) {
-    const got = await Promise.allSettled(stale.slice(i, i + 8).map((r) => api.get(`/contacts/${r.id}`)));
-    for (const g of got) if (g.status === 'fulfilled') details.set(g.value.id, g.value);
-  }
-  const live = new Set(rows.map((r) => r.id));
-  for (const id of details.keys()) if (!live.has(id)) details.delete(id);
-}
 
 /** Up to two initials from the words that start with a letter ("Ada Lovelace" → "AL"). */
 function initials(name) {
@@ -98,7 +87,7 @@ function listPane(pane, ctx, openId) {
     let hits = null;
     try {
       rows = await fetchAll('/contacts');
-      await readDetails(rows);
+      await details.refresh(rows);
       if (view.query) hits = new Map((await api.get('/search', { q: view.query, kind: 'contact', limit: 200 })).map((x) => [x.id, x]));
     } catch (e) {
       if (mine === token) replace(listBox, errorBox(e));

@@ -22,6 +22,27 @@ export async function fetchAll(path, query = {}) {
   }
 }
 
+/**
+ * Records read whole for what their listing lacks (a contact's tags, a skill's
+ * description), by id. `refresh(rows)` reads again only the rows whose `updated_at`
+ * differs from the copy held, 8 at a time, and forgets the ones no longer listed.
+ */
+export function detailCache(path) {
+  const held = new Map();
+  return {
+    get: (id) => held.get(id),
+    async refresh(rows) {
+      const stale = rows.filter((r) => held.get(r.id)?.updated_at !== r.updated_at);
+      for (let i = 0; i < stale.length; i += 8) {
+        const got = await Promise.allSettled(stale.slice(i, i + 8).map((r) => api.get(`${path}/${encodeURIComponent(r.id)}`)));
+        for (const g of got) if (g.status === 'fulfilled') held.set(g.value.id, g.value);
+      }
+      const live = new Set(rows.map((r) => r.id));
+      for (const id of held.keys()) if (!live.has(id)) held.delete(id);
+    },
+  };
+}
+
 /** An API error as a sentence a person can act on. */
 export function errorText(e) {
   if (!e) return '';
@@ -243,6 +264,17 @@ export function pageHead(title, sub = null, ...actions) {
     h('div', null, h('h1', null, title), sub ? h('p', { class: 'muted rec-sub' }, sub) : null),
     actions.length ? h('div', { class: 'row' }, actions) : null,
   );
+}
+
+/** "Weekly Review" → "weekly-review": project and skill names are lowercase words joined by hyphens. */
+export function slug(text) {
+  return text
+    .trim()
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
 }
 
 /** A search snippet (`[match]` marks a hit) as text with the hits in <mark>. */
