@@ -5,8 +5,8 @@
 // chips, labelled fields and a page's live refetch. Must never hold a record between
 // pages (each page fetches what it shows) nor build markup from strings.
 //
-// data-test: "delete" (first step), "delete-confirm", "delete-cancel", "chip",
-// "chip-remove", "chip-input".
+// data-test: "delete" (first step), "delete-confirm", "delete-cancel", "error"; a chip
+// editor's "<prefix>" (a chip, data-tag), "<prefix>-remove" and "<prefix>-input".
 
 import * as api from '../api.js';
 import { h, replace, debounce } from '../dom.js';
