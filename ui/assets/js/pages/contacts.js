@@ -25,6 +25,8 @@ import { saveState, splitView } from '../records/split.js';
 const details = detailCache('/contacts');
 const view = { query: '', tag: null };
 
+const count = (n) => (n === 1 ? '1 person' : `${n} people`);
+
 /** Up to two initials from the words that start with a letter ("Ada Lovelace" → "AL"). */
 function initials(name) {
   const letters = String(name ?? '')
@@ -112,7 +114,7 @@ function listPane(pane, ctx, openId) {
     }
     replace(
       listBox,
-      h('p', { class: 'muted rec-count' }, shown.length === people.length ? `${people.length} people` : `${shown.length} of ${people.length} people`),
+      h('p', { class: 'muted rec-count' }, shown.length === people.length ? count(people.length) : `${shown.length} of ${count(people.length)}`),
       arrowNav(
         h(
           'ul',
@@ -165,7 +167,7 @@ function listPane(pane, ctx, openId) {
   }
 
   liveReload(ctx, ['contact'], load);
-  load();
+  return load();
 }
 
 // ---------------------------------------------------------------- detail
@@ -218,7 +220,7 @@ async function detailPane(pane, ctx, id) {
 
   const nameInput = line('name', 'text', 'Name', { required: true, cls: 'contact-name-input' });
   const email = line('email', 'email', 'Email', { placeholder: 'name@example.org' });
-  const phone = line('phone', 'tel', 'Phone', { placeholder: '+41 79 123 45 67' });
+  const phone = line('phone', 'tel', 'Phone', { placeholder: 'with the country code, like +44 20 7946 0000' });
   const company = line('company', 'text', 'Company');
   const jobTitle = line('title', 'text', 'Job title');
   const website = line('website', 'url', 'Website', { placeholder: 'https://…' });
@@ -301,8 +303,8 @@ export default {
     const id = ctx.route.id;
     const split = splitView({ open: !!id, backHref: '#/contacts', backLabel: 'Contacts' });
     el.append(split.root);
-    listPane(split.list, ctx, id);
-    if (!id) return null;
-    return await detailPane(split.detail, ctx, id);
+    // Resolves once both panes show their first data (the shell then marks the page ready).
+    const [, cleanup] = await Promise.all([listPane(split.list, ctx, id), id ? detailPane(split.detail, ctx, id) : null]);
+    return cleanup;
   },
 };

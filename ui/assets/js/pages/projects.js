@@ -195,12 +195,13 @@ function treePane(pane, ctx, openId) {
     archivedBox,
   );
   drawTree();
-  drawArchived();
+  const ready = drawArchived();
   ctx.on('projects', () => {
     drawTree();
     drawArchived();
   });
   ctx.on('project', drawTree);
+  return ready;
 }
 
 // ---------------------------------------------------------------- one project
@@ -424,8 +425,8 @@ export default {
     const id = ctx.route.id;
     const split = splitView({ open: !!id, backHref: '#/projects', backLabel: 'Projects' });
     el.append(split.root);
-    treePane(split.list, ctx, id);
-    if (!id) return null;
-    return await detailPane(split.detail, ctx, id);
+    // Resolves once both panes show their first data (the shell then marks the page ready).
+    const [, cleanup] = await Promise.all([treePane(split.list, ctx, id), id ? detailPane(split.detail, ctx, id) : null]);
+    return cleanup;
   },
 };

@@ -140,7 +140,7 @@ function listPane(pane, ctx, openId) {
     drawHint();
     load();
   });
-  load();
+  return load();
 }
 
 // ---------------------------------------------------------------- detail
@@ -262,8 +262,8 @@ export default {
     const id = ctx.route.id;
     const split = splitView({ open: !!id, backHref: '#/skills', backLabel: 'Skills' });
     el.append(split.root);
-    listPane(split.list, ctx, id);
-    if (!id) return null;
-    return await detailPane(split.detail, ctx, id);
+    // Resolves once both panes show their first data (the shell then marks the page ready).
+    const [, cleanup] = await Promise.all([listPane(split.list, ctx, id), id ? detailPane(split.detail, ctx, id) : null]);
+    return cleanup;
   },
 };

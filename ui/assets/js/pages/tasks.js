@@ -359,8 +359,7 @@ function listPane(pane, ctx, openId) {
     load();
   });
   ctx.on('projects', load);
-  load();
-  return { focusQuick: () => quick.focus() };
+  return load();
 }
 
 /** Keeps keyboard focus on the same control of the same task across a redraw. */
@@ -651,8 +650,8 @@ export default {
     const id = ctx.route.id;
     const split = splitView({ open: !!id, backHref: '#/tasks', backLabel: 'Tasks' });
     el.append(split.root);
-    listPane(split.list, ctx, id);
-    if (!id) return null;
-    return await detailPane(split.detail, ctx, id);
+    // Resolves once both panes show their first data (the shell then marks the page ready).
+    const [, cleanup] = await Promise.all([listPane(split.list, ctx, id), id ? detailPane(split.detail, ctx, id) : null]);
+    return cleanup;
   },
 };
