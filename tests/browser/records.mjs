@@ -49,7 +49,9 @@ async function projects(hub) {
   await hub.fill('[data-test=project-sub-name]', 'garden');
   await hub.click('[data-test=project-sub-create]');
   await hub.waitForSelector('[data-test=project-said] >> text=Created garden');
-  const garden = (await api(hub, 'GET', '/projects?limit=500')).data.find((p) => p.title === 'garden' && p.parent === home);
+  const garden = (await api(hub, 'GET', '/projects?limit=500')).data.find(
+    (p) => p.title === 'garden' && p.parent === home,
+  );
   assert(garden, 'the subproject is under its parent');
 
   await hub.selectOption('[data-test=project-move-parent]', garden.id);
@@ -69,7 +71,10 @@ async function projects(hub) {
   await go(hub, `projects/${garden.id}`);
   await hub.click('[data-test=project-archive]');
   await hub.waitForSelector(`[data-test=project-archived-item][data-id="${garden.id}"]`);
-  assert(!(await hub.locator(`.sidebar [data-project="${garden.id}"]`).count()), 'an archived project leaves the side bar');
+  assert(
+    !(await hub.locator(`.sidebar [data-project="${garden.id}"]`).count()),
+    'an archived project leaves the side bar',
+  );
   await shot(hub, 'records-projects-archived');
   await hub.click(`[data-test=project-archived-item][data-id="${garden.id}"] [data-test=project-unarchive]`);
   await hub.waitForSelector(`.sidebar [data-project="${garden.id}"]`);
@@ -92,7 +97,10 @@ async function tasks(hub, { home }) {
   await hub.press('[data-test=task-quick-add]', 'Enter');
   const item = hub.locator('[data-test=task-item]', { hasText: 'Water the plants' });
   await item.waitFor();
-  assert((await hub.evaluate(() => document.activeElement.dataset.test)) === 'task-quick-add', 'quick add keeps the focus');
+  assert(
+    (await hub.evaluate(() => document.activeElement.dataset.test)) === 'task-quick-add',
+    'quick add keeps the focus',
+  );
   const id = await item.getAttribute('data-id');
   assert((await api(hub, 'GET', `/tasks/${id}`)).project === home, 'quick add files the task in the chosen project');
 
@@ -107,7 +115,9 @@ async function tasks(hub, { home }) {
   await hub.selectOption('[data-test=task-repeat-unit]', 'd');
   await hub.fill('[data-test=task-repeat-count]', '3');
   await hub.locator('[data-test=task-repeat-count]').blur();
-  await until(async () => (await api(hub, 'GET', `/tasks/${id}`)).interval === '3d', { what: 'the recurrence is saved' });
+  await until(async () => (await api(hub, 'GET', `/tasks/${id}`)).interval === '3d', {
+    what: 'the recurrence is saved',
+  });
   assert((await api(hub, 'GET', `/tasks/${id}`)).status === 'recurring', 'a repeating task is recurring');
   await shot(hub, 'records-task-detail');
 
@@ -117,14 +127,19 @@ async function tasks(hub, { home }) {
   });
   assert((await api(hub, 'GET', `/tasks/${id}`)).status === 'recurring', 'a recurring task stays open');
   await hub.fill('[data-test=task-search]', 'can');
-  await until(async () => (await hub.locator('[data-test=task-list] [data-test=task-item]').count()) === 1, { what: 'search finds the subtask' });
+  await until(async () => (await hub.locator('[data-test=task-list] [data-test=task-item]').count()) === 1, {
+    what: 'search finds the subtask',
+  });
   await hub.fill('[data-test=task-search]', '');
   log('tasks ok');
 }
 
 async function offline(node) {
   await control('stop-hub');
-  await until(async () => (await node.locator('#hub-status').textContent()) === 'Offline', { timeout: 30000, what: 'node offline' });
+  await until(async () => (await node.locator('#hub-status').textContent()) === 'Offline', {
+    timeout: 30000,
+    what: 'node offline',
+  });
 
   await go(node, 'tasks');
   await node.fill('[data-test=task-quick-add]', 'Written offline');
@@ -171,11 +186,17 @@ run(async () => {
   await tasks(hub, made);
 
   const node = await signIn(browser, config.node.login, { name: 'node' });
-  await until(async () => (await node.locator('#hub-status').textContent()) === 'Online', { timeout: 30000, what: 'node online' });
+  await until(async () => (await node.locator('#hub-status').textContent()) === 'Online', {
+    timeout: 30000,
+    what: 'node online',
+  });
   await offline(node);
 
   const login = await control('start-hub');
-  await until(async () => (await node.locator('#hub-status').textContent()) === 'Online', { timeout: 30000, what: 'node online again' });
+  await until(async () => (await node.locator('#hub-status').textContent()) === 'Online', {
+    timeout: 30000,
+    what: 'node online again',
+  });
   const back = await signIn(browser, login, { name: 'hub again' });
   await go(back, 'tasks');
   await back.click('.sidebar .tree-label >> text=All projects');
@@ -196,7 +217,9 @@ run(async () => {
   for (const page of ['tasks', 'contacts', 'skills', 'projects']) {
     await go(back, page);
     await shot(back, `records-${page}`);
-    const first = back.locator(`[data-test=${page.replace(/s$/, '')}-item] [data-test=${page.replace(/s$/, '')}-open]`).first();
+    const first = back
+      .locator(`[data-test=${page.replace(/s$/, '')}-item] [data-test=${page.replace(/s$/, '')}-open]`)
+      .first();
     await settled(back, () => first.click());
     await shot(back, `records-${page}-open`);
   }
@@ -205,7 +228,12 @@ run(async () => {
     await go(phone, page);
     await shot(phone, `records-phone-${page}`);
   }
-  for (const [name, page] of [['hub', hub], ['node', node], ['hub again', back], ['phone', phone]]) {
+  for (const [name, page] of [
+    ['hub', hub],
+    ['node', node],
+    ['hub again', back],
+    ['phone', phone],
+  ]) {
     assert(page.errors.length === 0, `${name} page errors: ${page.errors.join(' | ')}`);
   }
   await browser.close();

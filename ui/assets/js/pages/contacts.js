@@ -17,7 +17,20 @@
 
 import * as api from '../api.js';
 import { h, replace, debounce } from '../dom.js';
-import { arrowNav, chipEditor, deleteButton, detailCache, errorBox, errorText, fetchAll, field, liveReload, pageHead, props, snippet } from '../records/common.js';
+import {
+  arrowNav,
+  chipEditor,
+  deleteButton,
+  detailCache,
+  errorBox,
+  errorText,
+  fetchAll,
+  field,
+  liveReload,
+  pageHead,
+  props,
+  snippet,
+} from '../records/common.js';
 import { recordEditor } from '../records/editor.js';
 import { saveState, splitView } from '../records/split.js';
 
@@ -41,7 +54,12 @@ function initials(name) {
 
 function listPane(pane, ctx, openId) {
   const listBox = h('div');
-  const tagBox = h('div', { class: 'tag-filter', role: 'group', 'aria-label': 'Filter by tag', 'data-test': 'contact-tags' });
+  const tagBox = h('div', {
+    class: 'tag-filter',
+    role: 'group',
+    'aria-label': 'Filter by tag',
+    'data-test': 'contact-tags',
+  });
   const quickErr = h('p', { class: 'rec-error', role: 'alert', hidden: true });
   const quick = h('input', {
     type: 'text',
@@ -80,7 +98,15 @@ function listPane(pane, ctx, openId) {
       load();
     }, 200),
   });
-  replace(pane, pageHead('Contacts', 'People, shared by every project'), quick, quickErr, h('div', { class: 'toolbar' }, search), tagBox, listBox);
+  replace(
+    pane,
+    pageHead('Contacts', 'People, shared by every project'),
+    quick,
+    quickErr,
+    h('div', { class: 'toolbar' }, search),
+    tagBox,
+    listBox,
+  );
 
   let token = 0;
   async function load() {
@@ -90,7 +116,10 @@ function listPane(pane, ctx, openId) {
     try {
       rows = await fetchAll('/contacts');
       await details.refresh(rows);
-      if (view.query) hits = new Map((await api.get('/search', { q: view.query, kind: 'contact', limit: 200 })).map((x) => [x.id, x]));
+      if (view.query)
+        hits = new Map(
+          (await api.get('/search', { q: view.query, kind: 'contact', limit: 200 })).map((x) => [x.id, x]),
+        );
     } catch (e) {
       if (mine === token) replace(listBox, errorBox(e));
       return;
@@ -114,7 +143,11 @@ function listPane(pane, ctx, openId) {
     }
     replace(
       listBox,
-      h('p', { class: 'muted rec-count' }, shown.length === people.length ? count(people.length) : `${shown.length} of ${count(people.length)}`),
+      h(
+        'p',
+        { class: 'muted rec-count' },
+        shown.length === people.length ? count(people.length) : `${shown.length} of ${count(people.length)}`,
+      ),
       arrowNav(
         h(
           'ul',
@@ -139,10 +172,20 @@ function listPane(pane, ctx, openId) {
         h(
           'div',
           { class: 'contact-main' },
-          h('a', { class: 'contact-name', href: `#/contacts/${encodeURIComponent(c.id)}`, 'data-test': 'contact-open' }, c.name),
+          h(
+            'a',
+            { class: 'contact-name', href: `#/contacts/${encodeURIComponent(c.id)}`, 'data-test': 'contact-open' },
+            c.name,
+          ),
           meta ? h('div', { class: 'contact-meta' }, meta) : null,
           hit ? h('div', { class: 'contact-meta' }, snippet(hit)) : null,
-          c.tags.length ? h('div', { class: 'contact-tags' }, c.tags.map((t) => h('span', { class: 'tag' }, t))) : null,
+          c.tags.length
+            ? h(
+                'div',
+                { class: 'contact-tags' },
+                c.tags.map((t) => h('span', { class: 'tag' }, t)),
+              )
+            : null,
         ),
       ),
     );
@@ -154,9 +197,27 @@ function listPane(pane, ctx, openId) {
     tagBox.hidden = all.length === 0;
     replace(
       tagBox,
-      h('button', { 'aria-pressed': String(!view.tag), 'data-test': 'contact-tag-filter', dataset: { tag: '' }, onclick: () => setTag(null) }, 'Everyone'),
+      h(
+        'button',
+        {
+          'aria-pressed': String(!view.tag),
+          'data-test': 'contact-tag-filter',
+          dataset: { tag: '' },
+          onclick: () => setTag(null),
+        },
+        'Everyone',
+      ),
       all.map((t) =>
-        h('button', { 'aria-pressed': String(view.tag === t), 'data-test': 'contact-tag-filter', dataset: { tag: t }, onclick: () => setTag(view.tag === t ? null : t) }, t),
+        h(
+          'button',
+          {
+            'aria-pressed': String(view.tag === t),
+            'data-test': 'contact-tag-filter',
+            dataset: { tag: t },
+            onclick: () => setTag(view.tag === t ? null : t),
+          },
+          t,
+        ),
       ),
     );
   }
@@ -231,7 +292,15 @@ async function detailPane(pane, ctx, id) {
     testPrefix: 'contact-tag',
     onChange: (next) => editor.set({ tags: next }),
   });
-  const notes = editor.text('notes', h('textarea', { rows: 6, 'aria-label': 'Notes', 'data-test': 'contact-notes', placeholder: 'How you met, birthdays, what matters to them…' }));
+  const notes = editor.text(
+    'notes',
+    h('textarea', {
+      rows: 6,
+      'aria-label': 'Notes',
+      'data-test': 'contact-notes',
+      placeholder: 'How you met, birthdays, what matters to them…',
+    }),
+  );
 
   function drawLinks(c) {
     avatar.textContent = initials(c.name);
@@ -262,7 +331,16 @@ async function detailPane(pane, ctx, id) {
         ['Website', website],
         ['Address', address],
         ['Tags', tags],
-        metadata.length ? ['Other', h('dl', { class: 'contact-metadata' }, metadata.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]))] : null,
+        metadata.length
+          ? [
+              'Other',
+              h(
+                'dl',
+                { class: 'contact-metadata' },
+                metadata.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]),
+              ),
+            ]
+          : null,
       ]),
       field('Notes', notes),
       h(
@@ -291,7 +369,15 @@ async function detailPane(pane, ctx, id) {
     const err = await editor.refresh();
     if (err?.status === 404 || err?.status === 410) {
       gone = true;
-      replace(pane, h('div', { class: 'card', 'data-test': 'contact-gone' }, h('p', null, 'This contact was deleted, here or on another device.'), h('a', { href: '#/contacts' }, 'Back to the contacts')));
+      replace(
+        pane,
+        h(
+          'div',
+          { class: 'card', 'data-test': 'contact-gone' },
+          h('p', null, 'This contact was deleted, here or on another device.'),
+          h('a', { href: '#/contacts' }, 'Back to the contacts'),
+        ),
+      );
     }
   });
   return () => editor.close();
@@ -304,7 +390,10 @@ export default {
     const split = splitView({ open: !!id, backHref: '#/contacts', backLabel: 'Contacts' });
     el.append(split.root);
     // Resolves once both panes show their first data (the shell then marks the page ready).
-    const [, cleanup] = await Promise.all([listPane(split.list, ctx, id), id ? detailPane(split.detail, ctx, id) : null]);
+    const [, cleanup] = await Promise.all([
+      listPane(split.list, ctx, id),
+      id ? detailPane(split.detail, ctx, id) : null,
+    ]);
     return cleanup;
   },
 };

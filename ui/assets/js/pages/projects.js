@@ -33,7 +33,13 @@ function parentSelect(projects, selected, { except = null, ...attrs } = {}) {
     h('option', { value: '' }, 'Top level'),
     flatTree(projects)
       .filter(({ project }) => project.id !== except)
-      .map(({ project, depth }) => h('option', { value: project.id, selected: project.id === selected }, '\u00a0\u00a0'.repeat(depth) + project.name)),
+      .map(({ project, depth }) =>
+        h(
+          'option',
+          { value: project.id, selected: project.id === selected },
+          '\u00a0\u00a0'.repeat(depth) + project.name,
+        ),
+      ),
   );
 }
 
@@ -67,7 +73,8 @@ function nameHint(input) {
   const hint = h('small', { class: 'muted rec-hint' });
   const draw = () => {
     const s = slug(input.value);
-    hint.textContent = s && s !== input.value.trim() ? `Will be named “${s}”.` : 'Lowercase words joined by hyphens, like home-garden.';
+    hint.textContent =
+      s && s !== input.value.trim() ? `Will be named “${s}”.` : 'Lowercase words joined by hyphens, like home-garden.';
   };
   input.addEventListener('input', draw);
   draw();
@@ -77,7 +84,13 @@ function nameHint(input) {
 // ---------------------------------------------------------------- tree
 
 function treePane(pane, ctx, openId) {
-  const name = h('input', { type: 'text', placeholder: 'New project name', 'aria-label': 'New project name', 'data-test': 'project-new-name', autocomplete: 'off' });
+  const name = h('input', {
+    type: 'text',
+    placeholder: 'New project name',
+    'aria-label': 'New project name',
+    'data-test': 'project-new-name',
+    autocomplete: 'off',
+  });
   const create = h('button', { class: 'primary', 'data-test': 'project-create' }, 'Create');
   let parent = parentSelect(ctx.projects, null, { 'aria-label': 'Under', 'data-test': 'project-new-parent' });
   const parentBox = h('span', null, parent);
@@ -118,16 +131,36 @@ function treePane(pane, ctx, openId) {
               rows.map(({ project: p, depth }) =>
                 h(
                   'li',
-                  { class: p.id === openId ? 'active' : null, 'data-test': 'project-item', dataset: { id: p.id, navRow: '' } },
-                  depth ? h('span', { class: 'proj-indent', 'aria-hidden': 'true' }, '  '.repeat(depth - 1) + '└ ') : null,
-                  h('a', { class: 'proj-link', href: `#/projects/${encodeURIComponent(p.id)}`, 'data-test': 'project-open' }, p.name),
-                  p.id === ctx.project ? h('span', { class: 'pill ok', 'data-test': 'project-current', title: 'The project you are working in' }, 'current') : null,
+                  {
+                    class: p.id === openId ? 'active' : null,
+                    'data-test': 'project-item',
+                    dataset: { id: p.id, navRow: '' },
+                  },
+                  depth
+                    ? h('span', { class: 'proj-indent', 'aria-hidden': 'true' }, '  '.repeat(depth - 1) + '└ ')
+                    : null,
+                  h(
+                    'a',
+                    { class: 'proj-link', href: `#/projects/${encodeURIComponent(p.id)}`, 'data-test': 'project-open' },
+                    p.name,
+                  ),
+                  p.id === ctx.project
+                    ? h(
+                        'span',
+                        { class: 'pill ok', 'data-test': 'project-current', title: 'The project you are working in' },
+                        'current',
+                      )
+                    : null,
                 ),
               ),
             ),
             '.proj-link',
           )
-        : h('p', { class: 'empty', 'data-test': 'project-empty' }, 'No projects yet. Name one above and press Enter: notes, tasks and skills can then live in it.'),
+        : h(
+            'p',
+            { class: 'empty', 'data-test': 'project-empty' },
+            'No projects yet. Name one above and press Enter: notes, tasks and skills can then live in it.',
+          ),
     );
     if (focused) treeBox.querySelector(`[data-id="${CSS.escape(focused)}"] .proj-link`)?.focus();
   }
@@ -135,7 +168,11 @@ function treePane(pane, ctx, openId) {
   async function drawArchived() {
     let archived;
     try {
-      archived = (await fetchAll('/projects', { archived: true })).map((p) => ({ ...p, name: p.title, archived: false }));
+      archived = (await fetchAll('/projects', { archived: true })).map((p) => ({
+        ...p,
+        name: p.title,
+        archived: false,
+      }));
     } catch (e) {
       replace(archivedBox, h('h2', null, 'Archived'), errorBox(e));
       return;
@@ -151,13 +188,25 @@ function treePane(pane, ctx, openId) {
       arrowNav(
         h(
           'ul',
-          { class: 'list proj-tree proj-archived', 'data-test': 'project-archived-list', 'aria-label': 'Archived projects' },
+          {
+            class: 'list proj-tree proj-archived',
+            'data-test': 'project-archived-list',
+            'aria-label': 'Archived projects',
+          },
           flatTree(archived).map(({ project: p, depth }) =>
             h(
               'li',
-              { class: p.id === openId ? 'active' : null, 'data-test': 'project-archived-item', dataset: { id: p.id, navRow: '' } },
+              {
+                class: p.id === openId ? 'active' : null,
+                'data-test': 'project-archived-item',
+                dataset: { id: p.id, navRow: '' },
+              },
               depth ? h('span', { class: 'proj-indent', 'aria-hidden': 'true' }, '  '.repeat(depth - 1) + '└ ') : null,
-              h('a', { class: 'proj-link', href: `#/projects/${encodeURIComponent(p.id)}`, 'data-test': 'project-open' }, p.name),
+              h(
+                'a',
+                { class: 'proj-link', href: `#/projects/${encodeURIComponent(p.id)}`, 'data-test': 'project-open' },
+                p.name,
+              ),
               h(
                 'button',
                 {
@@ -187,7 +236,10 @@ function treePane(pane, ctx, openId) {
 
   replace(
     pane,
-    pageHead('Projects', 'Projects hold notes, tasks and skills, and the agent’s instructions for them. Open one to rename, move, archive or delete it.'),
+    pageHead(
+      'Projects',
+      'Projects hold notes, tasks and skills, and the agent’s instructions for them. Open one to rename, move, archive or delete it.',
+    ),
     h('div', { class: 'proj-new' }, name, parentBox, create),
     nameHint(name),
     said,
@@ -218,7 +270,12 @@ async function detailPane(pane, ctx, id) {
   const heading = h('h2', { class: 'proj-title' });
   const path = h('p', { class: 'muted proj-path' });
   const badges = h('span', { class: 'row' });
-  const editor = recordEditor({ path: `/projects/${encodeURIComponent(id)}`, record: project, onState: state.show, onRecord: () => drawHead() });
+  const editor = recordEditor({
+    path: `/projects/${encodeURIComponent(id)}`,
+    record: project,
+    onState: state.show,
+    onRecord: () => drawHead(),
+  });
 
   /**
    * A change to the tree (rename, move, archive): its refusal is said beside the form
@@ -232,7 +289,13 @@ async function detailPane(pane, ctx, id) {
   }
 
   // Rename
-  const renameInput = h('input', { type: 'text', 'aria-label': 'New name', 'data-test': 'project-rename-input', autocomplete: 'off', value: project.name });
+  const renameInput = h('input', {
+    type: 'text',
+    'aria-label': 'New name',
+    'data-test': 'project-rename-input',
+    autocomplete: 'off',
+    value: project.name,
+  });
   const renameButton = h('button', { 'data-test': 'project-rename' }, 'Rename');
   const renameSaid = action({
     input: renameInput,
@@ -246,7 +309,11 @@ async function detailPane(pane, ctx, id) {
   });
 
   // Move
-  let moveSelect = parentSelect(ctx.projects, project.parent, { except: id, 'aria-label': 'New parent', 'data-test': 'project-move-parent' });
+  let moveSelect = parentSelect(ctx.projects, project.parent, {
+    except: id,
+    'aria-label': 'New parent',
+    'data-test': 'project-move-parent',
+  });
   const moveBox = h('span', null, moveSelect);
   const moveButton = h('button', { 'data-test': 'project-move' }, 'Move');
   const moveSaid = action({
@@ -260,7 +327,13 @@ async function detailPane(pane, ctx, id) {
   });
 
   // New subproject
-  const subName = h('input', { type: 'text', placeholder: 'Subproject name', 'aria-label': 'New subproject name', 'data-test': 'project-sub-name', autocomplete: 'off' });
+  const subName = h('input', {
+    type: 'text',
+    placeholder: 'Subproject name',
+    'aria-label': 'New subproject name',
+    'data-test': 'project-sub-name',
+    autocomplete: 'off',
+  });
   const subButton = h('button', { 'data-test': 'project-sub-create' }, 'Create');
   const subSaid = action({
     input: subName,
@@ -278,7 +351,12 @@ async function detailPane(pane, ctx, id) {
 
   const instructions = editor.text(
     'instructions',
-    h('textarea', { rows: 8, 'aria-label': 'Instructions for the agent', 'data-test': 'project-instructions', placeholder: 'What the agent should know when it works here: who it is for, the tone, what to avoid…' }),
+    h('textarea', {
+      rows: 8,
+      'aria-label': 'Instructions for the agent',
+      'data-test': 'project-instructions',
+      placeholder: 'What the agent should know when it works here: who it is for, the tone, what to avoid…',
+    }),
   );
 
   const archiveBox = h('span');
@@ -297,7 +375,12 @@ async function detailPane(pane, ctx, id) {
             try {
               if (!archived && ctx.project === id) ctx.setProject(null);
               await change({ archived: !archived });
-              ctx.toast(archived ? `${editor.record.name} is back.` : `${editor.record.name} is archived: hidden from the side bar, kept with everything in it.`, 'ok');
+              ctx.toast(
+                archived
+                  ? `${editor.record.name} is back.`
+                  : `${editor.record.name} is archived: hidden from the side bar, kept with everything in it.`,
+                'ok',
+              );
             } catch (err) {
               replace(archiveSaid, errorBox(err));
             } finally {
@@ -316,7 +399,8 @@ async function detailPane(pane, ctx, id) {
     let grew = true;
     while (grew) {
       grew = false;
-      for (const p of ctx.projects) if (p.parent && under.has(p.parent) && !under.has(p.id)) (under.add(p.id), (grew = true));
+      for (const p of ctx.projects)
+        if (p.parent && under.has(p.parent) && !under.has(p.id)) (under.add(p.id), (grew = true));
     }
     return under.size - 1;
   };
@@ -324,7 +408,9 @@ async function detailPane(pane, ctx, id) {
   function drawHead() {
     const p = editor.record;
     heading.textContent = p.name;
-    path.textContent = p.parent ? `in ${projectPath(ctx.projects, p.parent) || 'a project not on this device'}` : 'at the top level';
+    path.textContent = p.parent
+      ? `in ${projectPath(ctx.projects, p.parent) || 'a project not on this device'}`
+      : 'at the top level';
     replace(
       badges,
       p.archived ? h('span', { class: 'pill muted' }, 'archived') : null,
@@ -332,11 +418,19 @@ async function detailPane(pane, ctx, id) {
         ? h('span', { class: 'pill ok', 'data-test': 'project-current' }, 'current')
         : p.archived
           ? null
-          : h('button', { class: 'primary', 'data-test': 'project-use', onclick: () => ctx.setProject(id) }, 'Work in this project'),
+          : h(
+              'button',
+              { class: 'primary', 'data-test': 'project-use', onclick: () => ctx.setProject(id) },
+              'Work in this project',
+            ),
     );
     if (document.activeElement !== renameInput) renameInput.value = p.name;
     if (document.activeElement !== moveSelect) {
-      const next = parentSelect(ctx.projects, p.parent, { except: id, 'aria-label': 'New parent', 'data-test': 'project-move-parent' });
+      const next = parentSelect(ctx.projects, p.parent, {
+        except: id,
+        'aria-label': 'New parent',
+        'data-test': 'project-move-parent',
+      });
       moveSelect.replaceWith(next);
       moveSelect = next;
     }
@@ -356,8 +450,21 @@ async function detailPane(pane, ctx, id) {
         h('a', { href: '#/notes', onclick: () => ctx.setProject(id) }, 'Its notes'),
         h('a', { href: '#/skills', onclick: () => ctx.setProject(id) }, 'Its skills'),
       ),
-      h('section', { class: 'proj-section' }, h('h2', null, 'Instructions for the agent'), instructions, h('div', { class: 'rec-status-line' }, state)),
-      h('section', { class: 'proj-section' }, h('h2', null, 'Rename'), h('div', { class: 'row' }, renameInput, renameButton), nameHint(renameInput), renameSaid),
+      h(
+        'section',
+        { class: 'proj-section' },
+        h('h2', null, 'Instructions for the agent'),
+        instructions,
+        h('div', { class: 'rec-status-line' }, state),
+      ),
+      h(
+        'section',
+        { class: 'proj-section' },
+        h('h2', null, 'Rename'),
+        h('div', { class: 'row' }, renameInput, renameButton),
+        nameHint(renameInput),
+        renameSaid,
+      ),
       h(
         'section',
         { class: 'proj-section' },
@@ -365,12 +472,22 @@ async function detailPane(pane, ctx, id) {
         h('div', { class: 'row' }, h('span', null, 'Under'), moveBox, moveButton),
         moveSaid,
       ),
-      h('section', { class: 'proj-section' }, h('h2', null, 'New subproject'), h('div', { class: 'row' }, subName, subButton), subSaid),
+      h(
+        'section',
+        { class: 'proj-section' },
+        h('h2', null, 'New subproject'),
+        h('div', { class: 'row' }, subName, subButton),
+        subSaid,
+      ),
       h(
         'section',
         { class: 'proj-section' },
         h('h2', null, 'Archive or delete'),
-        h('p', { class: 'muted' }, 'Archiving hides a project and keeps everything in it; deleting removes it, its subprojects and every note, task and skill in them, on every device.'),
+        h(
+          'p',
+          { class: 'muted' },
+          'Archiving hides a project and keeps everything in it; deleting removes it, its subprojects and every note, task and skill in them, on every device.',
+        ),
         h(
           'div',
           { class: 'row' },
@@ -379,7 +496,9 @@ async function detailPane(pane, ctx, id) {
             what: project.name,
             warning: () => {
               const n = subtreeSize();
-              return n ? `With its ${n} subproject${n > 1 ? 's' : ''} and everything in them.` : 'With everything in it.';
+              return n
+                ? `With its ${n} subproject${n > 1 ? 's' : ''} and everything in them.`
+                : 'With everything in it.';
             },
             onDelete: async () => {
               replace(deleteSaid);
@@ -387,7 +506,10 @@ async function detailPane(pane, ctx, id) {
                 const removed = await api.del(`/projects/${encodeURIComponent(id)}`);
                 gone = true; // leaving: no "was deleted" notice for one's own delete
                 if (ctx.project === id) ctx.setProject(null);
-                ctx.toast(`Deleted ${removed.projects} project${removed.projects === 1 ? '' : 's'} and ${removed.documents} document${removed.documents === 1 ? '' : 's'}.`, 'ok');
+                ctx.toast(
+                  `Deleted ${removed.projects} project${removed.projects === 1 ? '' : 's'} and ${removed.documents} document${removed.documents === 1 ? '' : 's'}.`,
+                  'ok',
+                );
                 await ctx.reloadProjects();
                 ctx.navigate('projects');
               } catch (e) {
@@ -409,7 +531,15 @@ async function detailPane(pane, ctx, id) {
     const err = await editor.refresh();
     if (err?.status === 404 || err?.status === 410) {
       gone = true;
-      replace(pane, h('div', { class: 'card', 'data-test': 'project-gone' }, h('p', null, 'This project was deleted, here or on another device.'), h('a', { href: '#/projects' }, 'Back to the projects')));
+      replace(
+        pane,
+        h(
+          'div',
+          { class: 'card', 'data-test': 'project-gone' },
+          h('p', null, 'This project was deleted, here or on another device.'),
+          h('a', { href: '#/projects' }, 'Back to the projects'),
+        ),
+      );
     }
   };
   // The shell reloads the projects on every project change and says so.
@@ -426,7 +556,10 @@ export default {
     const split = splitView({ open: !!id, backHref: '#/projects', backLabel: 'Projects' });
     el.append(split.root);
     // Resolves once both panes show their first data (the shell then marks the page ready).
-    const [, cleanup] = await Promise.all([treePane(split.list, ctx, id), id ? detailPane(split.detail, ctx, id) : null]);
+    const [, cleanup] = await Promise.all([
+      treePane(split.list, ctx, id),
+      id ? detailPane(split.detail, ctx, id) : null,
+    ]);
     return cleanup;
   },
 };

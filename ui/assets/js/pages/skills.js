@@ -17,7 +17,20 @@
 import * as api from '../api.js';
 import { h, replace, debounce } from '../dom.js';
 import { render } from '../markdown.js';
-import { arrowNav, deleteButton, detailCache, errorBox, errorText, fetchAll, liveReload, pageHead, projectLabel, props, slug, snippet } from '../records/common.js';
+import {
+  arrowNav,
+  deleteButton,
+  detailCache,
+  errorBox,
+  errorText,
+  fetchAll,
+  liveReload,
+  pageHead,
+  projectLabel,
+  props,
+  slug,
+  snippet,
+} from '../records/common.js';
 import { recordEditor } from '../records/editor.js';
 import { saveState, splitView } from '../records/split.js';
 
@@ -65,7 +78,10 @@ function listPane(pane, ctx, openId) {
   function drawHint() {
     const name = slug(quick.value);
     const where = ctx.project ? `for ${projectLabel(ctx.projects, ctx.project)} only` : 'for every project';
-    quickHint.textContent = name && name !== quick.value.trim() ? `Will be named “${name}”, ${where}.` : `Names are lowercase words joined by hyphens; a new skill is ${where}.`;
+    quickHint.textContent =
+      name && name !== quick.value.trim()
+        ? `Will be named “${name}”, ${where}.`
+        : `Names are lowercase words joined by hyphens; a new skill is ${where}.`;
   }
   drawHint();
   const search = h('input', {
@@ -79,7 +95,10 @@ function listPane(pane, ctx, openId) {
       load();
     }, 200),
   });
-  let head = pageHead('Skills', ctx.project ? `For ${projectLabel(ctx.projects, ctx.project)}, and for every project` : 'Every project');
+  let head = pageHead(
+    'Skills',
+    ctx.project ? `For ${projectLabel(ctx.projects, ctx.project)}, and for every project` : 'Every project',
+  );
   replace(pane, head, quick, quickHint, quickErr, h('div', { class: 'toolbar' }, search), listBox);
 
   let token = 0;
@@ -91,7 +110,8 @@ function listPane(pane, ctx, openId) {
       rows = await fetchAll('/skills');
       if (ctx.project) rows = rows.filter((r) => !r.project || r.project === ctx.project);
       await details.refresh(rows);
-      if (view.query) hits = new Map((await api.get('/search', { q: view.query, kind: 'skill', limit: 200 })).map((x) => [x.id, x]));
+      if (view.query)
+        hits = new Map((await api.get('/search', { q: view.query, kind: 'skill', limit: 200 })).map((x) => [x.id, x]));
     } catch (e) {
       if (mine === token) replace(listBox, errorBox(e));
       return;
@@ -118,8 +138,16 @@ function listPane(pane, ctx, openId) {
             const hit = hits?.get(r.id)?.snippet;
             return h(
               'li',
-              { class: r.id === openId ? 'active' : null, 'data-test': 'skill-item', dataset: { id: r.id, navRow: '' } },
-              h('a', { class: 'skill-name', href: `#/skills/${encodeURIComponent(r.id)}`, 'data-test': 'skill-open' }, r.title),
+              {
+                class: r.id === openId ? 'active' : null,
+                'data-test': 'skill-item',
+                dataset: { id: r.id, navRow: '' },
+              },
+              h(
+                'a',
+                { class: 'skill-name', href: `#/skills/${encodeURIComponent(r.id)}`, 'data-test': 'skill-open' },
+                r.title,
+              ),
               d?.description ? h('div', { class: 'skill-desc' }, d.description) : null,
               hit ? h('div', { class: 'skill-desc' }, snippet(hit)) : null,
               h('div', { class: 'meta' }, scopeText(ctx, r.project)),
@@ -134,7 +162,10 @@ function listPane(pane, ctx, openId) {
 
   liveReload(ctx, ['skill'], load);
   ctx.on('project', () => {
-    const next = pageHead('Skills', ctx.project ? `For ${projectLabel(ctx.projects, ctx.project)}, and for every project` : 'Every project');
+    const next = pageHead(
+      'Skills',
+      ctx.project ? `For ${projectLabel(ctx.projects, ctx.project)}, and for every project` : 'Every project',
+    );
     head.replaceWith(next);
     head = next;
     drawHint();
@@ -154,7 +185,13 @@ async function detailPane(pane, ctx, id) {
     return () => {};
   }
   const state = saveState();
-  const preview = h('div', { class: 'skill-preview', 'data-test': 'skill-preview', 'aria-label': 'Preview', role: 'region', tabindex: '0' });
+  const preview = h('div', {
+    class: 'skill-preview',
+    'data-test': 'skill-preview',
+    'aria-label': 'Preview',
+    role: 'region',
+    tabindex: '0',
+  });
   const scope = h('span', { 'data-test': 'skill-project' });
   const editor = recordEditor({
     path: `/skills/${encodeURIComponent(id)}`,
@@ -188,13 +225,25 @@ async function detailPane(pane, ctx, id) {
   editor.scalar('name', name, (v) => (name.value = v ?? ''));
   const description = editor.text(
     'description',
-    h('textarea', { rows: 2, 'aria-label': 'Description', 'data-test': 'skill-description', placeholder: 'One line: when should the agent use it?' }),
+    h('textarea', {
+      rows: 2,
+      'aria-label': 'Description',
+      'data-test': 'skill-description',
+      placeholder: 'One line: when should the agent use it?',
+    }),
   );
   const body = editor.text(
     'body',
-    h('textarea', { rows: 16, 'aria-label': 'Instructions (Markdown)', 'data-test': 'skill-body', placeholder: 'The instructions, in Markdown. $ARGUMENTS stands for what the skill is called with.', spellcheck: 'true' }),
+    h('textarea', {
+      rows: 16,
+      'aria-label': 'Instructions (Markdown)',
+      'data-test': 'skill-body',
+      placeholder: 'The instructions, in Markdown. $ARGUMENTS stands for what the skill is called with.',
+      spellcheck: 'true',
+    }),
   );
-  const drawPreview = () => replace(preview, body.value.trim() ? render(body.value) : h('p', { class: 'muted' }, 'The preview shows here.'));
+  const drawPreview = () =>
+    replace(preview, body.value.trim() ? render(body.value) : h('p', { class: 'muted' }, 'The preview shows here.'));
   body.addEventListener('input', debounce(drawPreview, 120));
   scope.textContent = scopeText(ctx, skill.project);
 
@@ -205,8 +254,26 @@ async function detailPane(pane, ctx, id) {
     for (const b of tabs.children) b.setAttribute('aria-pressed', String(b.dataset.tab === which));
   };
   tabs.append(
-    h('button', { 'data-test': 'skill-tab-edit', dataset: { tab: 'edit' }, 'aria-pressed': 'true', onclick: () => showTab('edit') }, 'Edit'),
-    h('button', { 'data-test': 'skill-tab-preview', dataset: { tab: 'preview' }, 'aria-pressed': 'false', onclick: () => showTab('preview') }, 'Preview'),
+    h(
+      'button',
+      {
+        'data-test': 'skill-tab-edit',
+        dataset: { tab: 'edit' },
+        'aria-pressed': 'true',
+        onclick: () => showTab('edit'),
+      },
+      'Edit',
+    ),
+    h(
+      'button',
+      {
+        'data-test': 'skill-tab-preview',
+        dataset: { tab: 'preview' },
+        'aria-pressed': 'false',
+        onclick: () => showTab('preview'),
+      },
+      'Preview',
+    ),
   );
 
   replace(
@@ -214,7 +281,16 @@ async function detailPane(pane, ctx, id) {
     h(
       'article',
       { class: 'card skill-detail', 'data-test': 'skill-detail', dataset: { id } },
-      h('div', { class: 'field' }, name, h('small', { class: 'muted rec-hint', id: 'skill-name-hint' }, 'Lowercase words joined by hyphens; the agent calls the skill by this name.')),
+      h(
+        'div',
+        { class: 'field' },
+        name,
+        h(
+          'small',
+          { class: 'muted rec-hint', id: 'skill-name-hint' },
+          'Lowercase words joined by hyphens; the agent calls the skill by this name.',
+        ),
+      ),
       h('div', { class: 'rec-status-line' }, state),
       props([
         ['Description', description],
@@ -249,7 +325,15 @@ async function detailPane(pane, ctx, id) {
     const err = await editor.refresh();
     if (err?.status === 404 || err?.status === 410) {
       gone = true;
-      replace(pane, h('div', { class: 'card', 'data-test': 'skill-gone' }, h('p', null, 'This skill was deleted, here or on another device.'), h('a', { href: '#/skills' }, 'Back to the skills')));
+      replace(
+        pane,
+        h(
+          'div',
+          { class: 'card', 'data-test': 'skill-gone' },
+          h('p', null, 'This skill was deleted, here or on another device.'),
+          h('a', { href: '#/skills' }, 'Back to the skills'),
+        ),
+      );
     }
   });
   ctx.on('projects', () => (scope.textContent = scopeText(ctx, editor.record.project)));
@@ -263,7 +347,10 @@ export default {
     const split = splitView({ open: !!id, backHref: '#/skills', backLabel: 'Skills' });
     el.append(split.root);
     // Resolves once both panes show their first data (the shell then marks the page ready).
-    const [, cleanup] = await Promise.all([listPane(split.list, ctx, id), id ? detailPane(split.detail, ctx, id) : null]);
+    const [, cleanup] = await Promise.all([
+      listPane(split.list, ctx, id),
+      id ? detailPane(split.detail, ctx, id) : null,
+    ]);
     return cleanup;
   },
 };

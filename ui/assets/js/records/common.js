@@ -34,7 +34,9 @@ export function detailCache(path) {
     async refresh(rows) {
       const stale = rows.filter((r) => held.get(r.id)?.updated_at !== r.updated_at);
       for (let i = 0; i < stale.length; i += 8) {
-        const got = await Promise.allSettled(stale.slice(i, i + 8).map((r) => api.get(`${path}/${encodeURIComponent(r.id)}`)));
+        const got = await Promise.allSettled(
+          stale.slice(i, i + 8).map((r) => api.get(`${path}/${encodeURIComponent(r.id)}`)),
+        );
         for (const g of got) if (g.status === 'fulfilled') held.set(g.value.id, g.value);
       }
       const live = new Set(rows.map((r) => r.id));
@@ -46,7 +48,8 @@ export function detailCache(path) {
 /** An API error as a sentence a person can act on. */
 export function errorText(e) {
   if (!e) return '';
-  if (e.code === 'hub_unreachable') return 'The hub is out of reach right now; this needs the hub. Try again when it is back.';
+  if (e.code === 'hub_unreachable')
+    return 'The hub is out of reach right now; this needs the hub. Try again when it is back.';
   if (e.code === 'unreachable') return 'This server does not answer. Is Hearth still running?';
   if (e.status === 404 || e.status === 410) return 'It is gone: deleted, or never here.';
   const msg = e.message || String(e);
@@ -147,7 +150,13 @@ export function arrowNav(list, selector) {
 
 /** A labelled field: `<label class="field"><span>Label</span>control</label>`. */
 export function field(label, control, hint = null) {
-  return h('label', { class: 'field' }, h('span', null, label), control, hint ? h('small', { class: 'muted rec-hint' }, hint) : null);
+  return h(
+    'label',
+    { class: 'field' },
+    h('span', null, label),
+    control,
+    hint ? h('small', { class: 'muted rec-hint' }, hint) : null,
+  );
 }
 
 /**
@@ -252,7 +261,12 @@ export function props(rows) {
   return h(
     'div',
     { class: 'rec-props' },
-    rows.filter(Boolean).map(([label, ...value]) => [h('span', { class: 'prop-label' }, label), h('div', { class: 'prop-value' }, value)]),
+    rows
+      .filter(Boolean)
+      .map(([label, ...value]) => [
+        h('span', { class: 'prop-label' }, label),
+        h('div', { class: 'prop-value' }, value),
+      ]),
   );
 }
 

@@ -54,7 +54,11 @@ export function formatDue(due) {
   else if (days > 1 && days < 7) word = date.toLocaleDateString(undefined, { weekday: 'short' });
   else {
     const sameYear = date.getFullYear() === new Date().getFullYear();
-    word = date.toLocaleDateString(undefined, { day: 'numeric', month: 'short', year: sameYear ? undefined : 'numeric' });
+    word = date.toLocaleDateString(undefined, {
+      day: 'numeric',
+      month: 'short',
+      year: sameYear ? undefined : 'numeric',
+    });
   }
   return d.time ? `${word} ${d.time}` : word;
 }

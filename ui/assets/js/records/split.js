@@ -11,7 +11,12 @@ export function splitView({ open, backHref, backLabel }) {
   const list = h('div', { class: 'rec-list-pane' });
   const detail = h('div', { class: 'rec-detail-pane' });
   const back = open ? h('a', { class: 'rec-back', href: backHref, 'data-test': 'back' }, `← ${backLabel}`) : null;
-  const root = h('div', { class: ['rec-split', open ? 'has-detail' : null] }, list, open ? h('div', { class: 'rec-detail-wrap' }, back, detail) : null);
+  const root = h(
+    'div',
+    { class: ['rec-split', open ? 'has-detail' : null] },
+    list,
+    open ? h('div', { class: 'rec-detail-wrap' }, back, detail) : null,
+  );
   return { root, list, detail };
 }
 
@@ -21,7 +26,8 @@ export function saveState() {
   el.show = (state, message) => {
     el.className = ['save-state', state === 'error' ? 'error' : 'muted'].join(' ');
     el.dataset.state = state;
-    el.textContent = state === 'saving' ? 'Saving…' : state === 'saved' ? 'Saved' : state === 'error' ? `Not saved: ${message}` : '';
+    el.textContent =
+      state === 'saving' ? 'Saving…' : state === 'saved' ? 'Saved' : state === 'error' ? `Not saved: ${message}` : '';
   };
   return el;
 }
