@@ -25,7 +25,8 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn main() {
-    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("assets");
+    let root =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("assets");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets it"));
     println!("cargo:rerun-if-changed={}", root.display());
     let mut files = Vec::new();

@@ -31,7 +31,7 @@ pub use identity::{load_or_create_secret_key, IdentityError};
 pub use path::{current_path, watch_path, ConnPath};
 pub use sync_conn::{
     accept_sync, answer_versions, ask_versions, connect_sync, connect_versioned, dial_sync,
-    run_dialed_sync, SyncConnError,
+    link_transport, run_dialed_sync, SyncConnError, IDLE_TIMEOUT, KEEP_ALIVE,
 };
 pub use ticket::PairTicket;
 

@@ -22,10 +22,32 @@ use hearth_sync::{
     run_session, DocumentStore, SessionConfig, SessionError, SessionEvent, SessionStats,
 };
 use iroh::{
-    endpoint::{ConnectOptions, ConnectingError, Connection, ConnectionError, TransportErrorCode},
+    endpoint::{
+        ConnectOptions, ConnectingError, Connection, ConnectionError, QuicTransportConfig,
+        TransportErrorCode,
+    },
     Endpoint, EndpointAddr,
 };
 use tokio::sync::mpsc;
+
+/// Keep-alive interval of a node's connections to its hub.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(2);
+/// A connection to the hub silent for this long is dead: a laptop that leaves the
+/// network, or whose hub vanishes without closing, shows offline within seconds rather
+/// than after QUIC's default idle timeout.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// The transport every connection a node dials to its hub uses ([`KEEP_ALIVE`],
+/// [`IDLE_TIMEOUT`]).
+pub fn link_transport() -> QuicTransportConfig {
+    let builder = QuicTransportConfig::builder().keep_alive_interval(KEEP_ALIVE);
+    match IDLE_TIMEOUT.try_into() {
+        Ok(idle) => builder.max_idle_timeout(Some(idle)),
+        // 8 s always fits QUIC's varint; keep the default rather than fail a dial.
+        Err(_) => builder,
+    }
+    .build()
+}
 
 /// TLS alert `no_application_protocol` (RFC 7301), as a QUIC crypto error code: the
 /// handshake found no ALPN both sides speak.
@@ -101,7 +123,9 @@ pub async fn connect_versioned(
         .connect_with_opts(
             hub.clone(),
             first,
-            ConnectOptions::new().with_additional_alpns(rest.to_vec()),
+            ConnectOptions::new()
+                .with_additional_alpns(rest.to_vec())
+                .with_transport_config(link_transport()),
         )
         .await
         .map_err(|e| SyncConnError::Connect(describe(&e)))?;

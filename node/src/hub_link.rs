@@ -9,7 +9,7 @@
 //!   offline it fails at once with [`LinkError::Unreachable`] (it never waits for a
 //!   dial); an answer's head must come within [`HEAD_TIMEOUT`]; a connection lost
 //!   mid-answer ends the body stream with an error. A dead hub is noticed within
-//!   [`IDLE_TIMEOUT`] (keep-alives every [`KEEP_ALIVE`]).
+//!   [`hearth_net::IDLE_TIMEOUT`] (keep-alives every [`hearth_net::KEEP_ALIVE`]).
 //! - [`HubLink::events`] is the hub's event stream for this device, resumed after the
 //!   last `seq` seen across reconnects.
 //!
@@ -30,7 +30,7 @@ use hearth_protocol::{
     RPC_MAX_FRAME, RPC_VERSIONS,
 };
 use iroh::{
-    endpoint::{ConnectOptions, Connection, QuicTransportConfig, RecvStream},
+    endpoint::{ConnectOptions, Connection, RecvStream},
     Endpoint,
 };
 use serde_json::Value;
@@ -46,10 +46,6 @@ pub const BACKOFF_MAX: Duration = Duration::from_secs(3);
 pub const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an answer's head may take (a chat's head comes once its turn has started).
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(15);
-/// Keep-alive interval of the connection.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(2);
-/// A connection silent for this long is dead (the hub vanished without closing it).
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(8);
 /// The longest event line the node buffers (a chat event with a large tool output).
 const MAX_EVENT_LINE: usize = 16 * 1024 * 1024;
 
@@ -440,16 +436,9 @@ async fn dial(endpoint: &Endpoint, addr: iroh::EndpointAddr) -> Result<(Connecti
     let Some((first, rest)) = offered.split_first() else {
         return Err("this node speaks no rpc version".into());
     };
-    let idle = IDLE_TIMEOUT
-        .try_into()
-        .map_err(|e| format!("idle timeout: {e}"))?;
-    let transport = QuicTransportConfig::builder()
-        .keep_alive_interval(KEEP_ALIVE)
-        .max_idle_timeout(Some(idle))
-        .build();
     let opts = ConnectOptions::new()
         .with_additional_alpns(rest.to_vec())
-        .with_transport_config(transport);
+        .with_transport_config(hearth_net::link_transport());
     let connect = async {
         let connecting = endpoint
             .connect_with_opts(addr, first, opts)

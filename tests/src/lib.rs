@@ -5,7 +5,8 @@
 //! hub's or the node's real command line, see [`multicall`]); [`Proc`] is a child process
 //! whose stdout lines can be awaited and whose stderr goes to a file; [`HubProc`] and
 //! [`NodeHome`] wrap the usual steps; [`relay`] runs a local iroh relay for the
-//! away-from-home tests and [`fake_model`] a model provider a namespaced hub can reach.
+//! away-from-home tests and [`fake_model`] a model provider a namespaced hub can reach;
+//! [`browser`] runs the web UI's journeys in headless Chromium against them.
 //! Nothing here sends a packet off this machine.
 
 use std::{
@@ -21,8 +22,10 @@ use std::{
 use anyhow::{anyhow, bail, Context};
 
 pub mod agent_bench;
+pub mod browser;
 pub mod fake_model;
 pub mod relay;
+pub mod ui_bench;
 
 /// Dispatches `argv[1]` to the hub's (`hearth-hub`) or node's (`hearth`) command line,
 /// to a local iroh relay (`relay`, see [`relay`]) or to a fake model provider
@@ -281,14 +284,26 @@ impl HubProc {
         port: u16,
         env: &[(&str, &str)],
     ) -> anyhow::Result<Self> {
+        Self::start_at(
+            bins,
+            home,
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            env,
+        )
+    }
+
+    /// Starts a hub on `home` with its endpoint bound to `bind` and HTTP on `http`.
+    pub fn start_at(
+        bins: &Binaries,
+        home: &Path,
+        bind: SocketAddr,
+        http: SocketAddr,
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
         let mut cmd = bins.hub(home);
         cmd.envs(env.iter().copied());
-        cmd.args([
-            "--bind",
-            &format!("127.0.0.1:{port}"),
-            "--http",
-            "127.0.0.1:0",
-        ]);
+        cmd.args(["--bind", &bind.to_string(), "--http", &http.to_string()]);
         let proc = Proc::spawn("hub", cmd, home.join("hub.stderr"))?;
         let ready = proc.wait_line(Duration::from_secs(30), |l| {
             l.starts_with("hearth-hub ready")

@@ -279,7 +279,11 @@ mod tests {
         std::fs::write(inner.join("index.html"), "dev page").expect("write");
         let dev = || router(Some(inner.clone()));
         assert_eq!(body(get_with(dev(), "/", &[]).await).await, b"dev page");
-        for path in ["/assets/../secret", "/assets/%2e%2e/secret", "/assets//etc/passwd"] {
+        for path in [
+            "/assets/../secret",
+            "/assets/%2e%2e/secret",
+            "/assets//etc/passwd",
+        ] {
             let resp = get_with(dev(), path, &[]).await;
             assert_eq!(resp.status(), StatusCode::NOT_FOUND, "{path}");
         }
@@ -288,7 +292,14 @@ mod tests {
     #[test]
     fn paths_are_plain_or_refused() {
         assert!(plain("js/app.js"));
-        for bad in ["", "../x", "/etc/passwd", "js/../../x", ".git/config", "js/.x"] {
+        for bad in [
+            "",
+            "../x",
+            "/etc/passwd",
+            "js/../../x",
+            ".git/config",
+            "js/.x",
+        ] {
             assert!(!plain(bad), "{bad}");
         }
     }

@@ -158,7 +158,7 @@ mod tests {
         ));
         let board = Arc::new(StatusBoard::new("hubid".into(), None, None));
         let state = NodeApiState::new(store, access, Arc::new(EventRing::new()), board);
-        let router = router(state.clone(), routes(&state));
+        let router = router(state.clone(), routes(&state), None);
         Node {
             _dir: dir,
             router,

@@ -26,6 +26,9 @@
 //! Anthropic server on 127.0.0.1 streaming its real SSE format) asked on the hub's API
 //! against the same turn asked on the node's API and relayed over `hearth/rpc/1`
 //! (`api_chat_first_token_*`, `api_node_chat_first_token_*`, and the added p50).
+//!
+//! `hearth-bench ui [--notes N] [--edits N]` (default 1,000 notes, 50 keystrokes): the
+//! web UI in headless Chromium against a hub and a node, see `hearth_tests::ui_bench`.
 
 use std::{
     path::{Path, PathBuf},
@@ -84,6 +87,11 @@ fn main() -> anyhow::Result<()> {
         Some("sync") => sync_bench(&opts),
         Some("pair") => pair_bench(&opts),
         Some("api") => api_bench(&opts),
+        Some("ui") => hearth_tests::ui_bench::run(
+            &Binaries::new(std::env::current_exe()?),
+            opts.notes,
+            if opts.edits == 1_000 { 50 } else { opts.edits },
+        ),
         Some("agent") => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?
@@ -93,7 +101,7 @@ fn main() -> anyhow::Result<()> {
                 opts.edits
             })),
         _ => bail!(
-            "usage: hearth-bench sync|pair|agent|api [--docs N] [--edits N] [--js-docs N] [--no-js] [--clients N] [--requests N] [--notes N]"
+            "usage: hearth-bench sync|pair|agent|api|ui [--docs N] [--edits N] [--js-docs N] [--no-js] [--clients N] [--requests N] [--notes N]"
         ),
     }
 }

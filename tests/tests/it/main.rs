@@ -18,6 +18,8 @@ mod relay_access;
 mod replication;
 mod scope;
 mod tidy;
+mod ui_pages;
+mod ui_sanitize;
 mod versions;
 
 use std::path::PathBuf;

@@ -168,3 +168,56 @@ fn hub_subsystem_arrows_hold() -> anyhow::Result<()> {
     assert!(wrong.is_empty(), "{wrong:#?}");
     Ok(())
 }
+
+fn files_under(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            files_under(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The web UI's files: every script and stylesheet opens with a comment saying what it
+/// owns, and no script turns a string into markup (`innerHTML` and friends): text from
+/// a peer, a tool or the model must reach the page as text nodes only (`dom.js`).
+#[test]
+fn ui_files_say_what_they_own_and_never_parse_markup() -> anyhow::Result<()> {
+    let mut files = Vec::new();
+    files_under(&workspace_root().join("ui/assets"), &mut files)?;
+    let mut problems = Vec::new();
+    let forbidden = [
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "createContextualFragment",
+        "DOMParser",
+        "eval(",
+        "new Function",
+    ];
+    for file in &files {
+        let name = file.display().to_string();
+        let text = std::fs::read_to_string(file)?;
+        if name.ends_with(".js") {
+            if !text.starts_with("// ") {
+                problems.push(format!(
+                    "{name}: must open with a `// <file>: what it owns` comment"
+                ));
+            }
+            for word in forbidden {
+                if text.contains(word) {
+                    problems.push(format!("{name}: uses {word}"));
+                }
+            }
+        } else if name.ends_with(".css") && !text.starts_with("/* ") {
+            problems.push(format!("{name}: must open with a `/* … */` comment"));
+        }
+    }
+    assert!(files.len() > 5, "found the UI's files");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    Ok(())
+}

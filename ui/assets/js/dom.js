@@ -1,7 +1,7 @@
 // dom.js: the one way the UI builds elements.
 //
 // Owns: `h()`, which makes elements from tag, properties and children. Text always goes
-// in as text nodes, never as markup: nothing in this UI assigns innerHTML, so a note, a
+// in as text nodes, never as markup: nothing in this UI parses a string as HTML, so a note, a
 // contact or a tool result written by a peer can never run script in the page (the
 // Content-Security-Policy refuses inline script as a second wall). Must never take a
 // string handler (`onclick: "…"`) or a `javascript:` URL.

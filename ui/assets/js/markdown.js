@@ -7,7 +7,7 @@
 // markup in the source shows as the characters it is and never becomes an element.
 // Links keep only http(s), mailto and same-origin targets; images become links
 // (remote images would leak that a note was opened, and the page's policy refuses
-// them). Must never use innerHTML, nor take an attribute from the source other than
+// them). Must never parse a string as HTML, nor take an attribute from the source other than
 // a checked URL.
 
 import { h, safeUrl } from './dom.js';
