@@ -83,7 +83,7 @@ function row(ctx, a) {
 
 export default {
   title: 'Audit log',
-  mount(el, ctx) {
+  async mount(el, ctx) {
     const p = ctx.route.params;
     const filters = {
       project: p.get('project') || '',
@@ -230,7 +230,6 @@ export default {
         ];
       },
     );
-    reload();
 
     // Tool names for the filter's suggestions, from any project's catalog (the same list).
     const someProject = ctx.projects[0]?.id;
@@ -250,5 +249,6 @@ export default {
     ctx.onEvent('tool_result', () => offset === 0 && fresh());
     ctx.on('resync', reload);
     ctx.on('hub', (online) => online && reload());
+    await reload();
   },
 };

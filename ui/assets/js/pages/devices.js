@@ -325,7 +325,7 @@ function devicesView(ctx, list, reload) {
 
 export default {
   title: 'Devices',
-  mount(el, ctx) {
+  async mount(el, ctx) {
     const pendingEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const devicesEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const pendingCount = h('span', { class: 'count' });
@@ -365,6 +365,10 @@ export default {
         shownCodes = list.map((p) => p.code).join(',');
         return pendingView(ctx, list, refresh);
       },
+      () => {
+        pendingCount.textContent = '';
+        return null;
+      },
     );
     const reloadDevices = section(
       devicesEl,
@@ -373,10 +377,8 @@ export default {
       (list) => devicesView(ctx, list, refresh),
     );
     function refresh() {
-      reloadPending();
-      reloadDevices();
+      return Promise.all([reloadPending(), reloadDevices()]);
     }
-    refresh();
 
     const refreshPendingIfChanged = async () => {
       if (pendingEl.contains(document.activeElement)) {
@@ -398,8 +400,10 @@ export default {
     ctx.on('resync', refresh);
     ctx.on('hub', (online) => online && refresh());
     ctx.on('projects', reloadDevices);
-    // Requests expire quietly (no event): look again now and then.
-    const timer = setInterval(refreshPendingIfChanged, 30_000);
+    // Requests expire quietly (no event): look again now and then, while the page lives
+    // (it may be left before its first load ends and its cleanup is handed over).
+    const timer = setInterval(() => (el.isConnected ? refreshPendingIfChanged() : clearInterval(timer)), 30_000);
+    await refresh();
     return () => clearInterval(timer);
   },
 };

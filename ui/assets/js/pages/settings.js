@@ -232,7 +232,6 @@ function runtime(ctx, modelsEl, instructionsEl) {
       replace(instructionsEl, problem(e, 'the agent’s instructions'));
     }
   };
-  load();
   return load;
 }
 
@@ -301,14 +300,12 @@ function projectPart(ctx, el) {
     (secrets) => secretsView(ctx, () => chosen, secrets, loadSecrets),
   );
 
-  const loadAll = () => {
+  const loadAll = async () => {
     if (!chosen) {
       replace(el, h('p', { class: 'empty' }, 'No project yet.'));
       return;
     }
-    loadInstructions();
-    loadTools();
-    loadSecrets();
+    await Promise.all([loadInstructions(), loadTools(), loadSecrets()]);
   };
 
   const select = projectSelect(ctx.projects, chosen, {
@@ -341,7 +338,6 @@ function projectPart(ctx, el) {
     ),
     secretsEl,
   );
-  loadAll();
 
   return {
     reload: loadAll,
@@ -544,7 +540,7 @@ function sessions(ctx, el) {
 
 export default {
   title: 'Settings',
-  mount(el, ctx) {
+  async mount(el, ctx) {
     const keysEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const modelsEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const instructionsEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
@@ -602,14 +598,8 @@ export default {
     const reloadRuntime = runtime(ctx, modelsEl, instructionsEl);
     const project = projectPart(ctx, projectEl);
     const reloadSessions = sessions(ctx, sessionsEl);
-    reloadKeys();
-    reloadSessions();
 
-    const reloadHub = () => {
-      reloadKeys();
-      reloadRuntime();
-      project.reload();
-    };
+    const reloadHub = () => Promise.all([reloadKeys(), reloadRuntime(), project.reload()]);
     ctx.on('hub', (online) => online && reloadHub());
     ctx.on('resync', () => {
       reloadHub();
@@ -617,5 +607,6 @@ export default {
     });
     ctx.on('project', (id) => project.follow(id));
     ctx.onEvent('document', (ev) => project.documentChanged(ev));
+    await Promise.all([reloadHub(), reloadSessions()]);
   },
 };

@@ -181,8 +181,8 @@ function view(ctx, rows, range) {
       ? h(
           'p',
           { class: 'muted note' },
-          `* Leaves out ${num(total.unpriced)} tokens of models the hub has no price for (shown as “—”). `,
-          'Costs are estimates from list prices, not a bill.',
+          `* Costs leave out the ${num(total.unpriced)} tokens of models the hub has no price for (shown as “—”). `,
+          'They are estimates from list prices, not a bill.',
         )
       : h('p', { class: 'muted note' }, 'Costs are estimates from list prices, not a bill.'),
     table('usage-by-model', 'Per model', 'Model', sorted(byModel), total),
@@ -202,7 +202,7 @@ function view(ctx, rows, range) {
 
 export default {
   title: 'Usage',
-  mount(el, ctx) {
+  async mount(el, ctx) {
     const params = ctx.route.params;
     let range = Number(params.get('days'));
     if (!RANGES.includes(range)) range = 30;
@@ -248,11 +248,11 @@ export default {
           ? h('p', { class: 'notice' }, 'This laptop is paired for one project: choose it above to see its usage.')
           : null,
     );
-    reload();
     ctx.on('resync', reload);
     ctx.on('hub', (online) => online && reload());
     ctx.on('projects', reload);
     // A finished turn has added its tokens.
     ctx.onEvent('finished', debounce(reload, 1000));
+    await reload();
   },
 };
