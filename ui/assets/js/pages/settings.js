@@ -573,7 +573,7 @@ export default {
         'What the agent is told in every conversation, before each project’s own instructions.',
         instructionsEl,
       ),
-      card('project', 'Project', null, projectEl),
+      card('project', 'Per project', 'Instructions, tools and secrets of one project.', projectEl),
       card(
         'browsers',
         'Signed-in browsers',
