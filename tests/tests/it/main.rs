@@ -19,6 +19,7 @@ mod replication;
 mod scope;
 mod tidy;
 mod ui_pages;
+mod ui_pairing;
 mod ui_records;
 mod ui_sanitize;
 mod versions;
