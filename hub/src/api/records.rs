@@ -9,7 +9,8 @@
 //!   (newest first)
 //! - `PATCH /projects/{project}/conversations/{conversation} {archived}`
 //! - `GET /audit?project=&tool=&since=&until=&limit=&offset=` (`since`/`until` in ms)
-//! - `GET /usage?project=&model=&since=&until=&limit=&offset=` (days, `YYYY-MM-DD`)
+//! - `GET /usage?project=&model=&since=&until=&limit=&offset=` (days, `YYYY-MM-DD`;
+//!   each row's `cost_micro_usd` is an estimate, `priced` says whether the model has one)
 //! - `GET /updates?project=&limit=&offset=`
 //!
 //! A device relaying these (see `caller`) reaches only its scope's projects: a scoped
@@ -299,7 +300,10 @@ struct UsageDto {
     output_tokens: i64,
     cached_tokens: i64,
     requests: i64,
+    /// Estimated from the hub's price table; 0 and `priced: false` when the model is not
+    /// in it (the cost is unknown, not zero).
     cost_micro_usd: i64,
+    priced: bool,
 }
 
 fn day(field: &str, given: Option<String>) -> ApiResult<Option<String>> {
@@ -333,6 +337,7 @@ async fn list_usage(
     let agent = state.chat.agent.clone();
     let rows = blocking(move || agent.records(|c| records::usage(c, &filter, w))).await?;
     Ok(page(rows, w, |u| UsageDto {
+        priced: crate::agent::usage::priced(&u.model),
         day: u.day,
         model: u.model,
         project: u.project,

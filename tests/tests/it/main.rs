@@ -20,6 +20,8 @@ mod scope;
 mod tidy;
 mod ui_chat;
 mod ui_pages;
+mod ui_pairing;
+mod ui_records;
 mod ui_sanitize;
 mod versions;
 
