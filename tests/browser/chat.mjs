@@ -92,6 +92,10 @@ run(async () => {
   await shot(phone, 'chat-phone', { fullPage: false });
   await phone.click(t('chats-toggle'));
   await phone.waitForSelector(`${t('conversation')}[aria-current="page"]`, { state: 'visible' });
+  // The drawer slides in: shoot it once there.
+  await phone.evaluate(() =>
+    Promise.all(document.getAnimations().filter((a) => a.effect?.getTiming().iterations !== Infinity).map((a) => a.finished)),
+  );
   await shot(phone, 'chat-phone-list', { fullPage: false });
 
   // The node relays chat to its hub: while the hub is away, the page says so.

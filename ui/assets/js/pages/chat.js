@@ -67,6 +67,8 @@ export default {
     const headActions = h('div', { class: 'chat-head-actions' });
     const offlineNote = h('div', { class: 'chat-offline', role: 'status', 'data-test': 'chat-offline', hidden: true });
     const errorNote = h('div', { class: 'chat-error', role: 'alert', 'data-test': 'chat-error', hidden: true });
+    // Tells a screen reader when an answer starts and ends (the streaming text is not read out).
+    const said = h('div', { class: 'sr-only', role: 'status', 'aria-live': 'polite' });
     const input = h('textarea', {
       class: 'composer-input',
       'data-test': 'composer-input',
@@ -121,6 +123,7 @@ export default {
       threadSlot,
       errorNote,
       composer,
+      said,
     );
     const layout = h('div', { class: 'chat-layout' });
     replace(el, layout);
@@ -230,6 +233,7 @@ export default {
       if (running || live.turnOf(project, conversation)) showThread(true);
       if (running !== wasRunning) {
         wasRunning = running;
+        said.textContent = running ? 'Hearth is answering.' : 'Hearth has answered.';
         if (!running) list?.reload();
       }
       updateComposer();
