@@ -299,7 +299,11 @@ export function createThread({ project, conversation, canAct, onError, onChange 
     if (disposed) return;
     const notice = turnNotice(turn);
     if (notice) history.append(notice);
-    if (shown !== turn) return; // Another turn is drawn already.
+    if (shown !== turn) {
+      // Another turn is drawn already; it may have ended meanwhile.
+      schedule();
+      return;
+    }
     live.forget(project, conversation);
     shown = null;
     drawn = [];
