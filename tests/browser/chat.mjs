@@ -1,9 +1,10 @@
 // chat.mjs: the chat page against a fake model (run by tests/tests/it/ui_chat.rs, which
 // scripts the model's answers in this order): a reply streams in on the hub's UI and
 // shows partial text before its end, rendered as Markdown with hostile markup left as
-// text; the model creates a note (shown inline) and asks to delete an old one: the
-// approval is still there after a reload and is approved in the page; the note it made
-// is read back and the old one is gone. On the node, with the hub stopped, the page says
+// text; the owner sets `notes_create` to "asks first" for the project on the settings
+// page; the model creates a note: the approval is still there after a reload and is
+// approved in the page; then it asks to delete an old one (risky: it always asks),
+// approved too; the note it made shows on the notes page and the old one is gone. On the node, with the hub stopped, the page says
 // chat needs the hub and disables the composer; once the hub is back it chats again.
 // Screenshots of the chat page, light and dark, wide and at a phone's width.
 
@@ -60,17 +61,38 @@ run(async () => {
     what: 'the conversation is listed by its first message',
   });
 
-  // Tools: a note is created, then a risky delete asks for approval.
+  // The owner wants to be asked before the agent writes notes in this project.
+  const conversation = hub.url();
+  await hub.locator('.tree-label', { hasText: /^general$/ }).click();
+  await hub.goto(new URL('#/settings', hub.url()).href);
+  await hub.waitForSelector('.page-settings[data-ready]');
+  await hub.locator(`${t('tool-row')}[data-tool="notes_create"] ${t('tool-permission')}`).selectOption('ask');
+  await until(
+    async () => {
+      const tools = await hub.evaluate(async (p) => (await fetch(`/api/v1/projects/${p}/tools?limit=200`)).json(), config.project);
+      return tools.data.find((x) => x.name === 'notes_create')?.ask;
+    },
+    { what: 'notes_create asks first' },
+  );
+  await hub.goto(conversation);
+  await hub.waitForSelector('.page-chat[data-ready]');
+
+  // Tools: creating the note waits for approval, then the risky delete does too.
   await send(hub, 'Save my groceries and drop the old list');
-  await hub.waitForSelector(`${t('approval')}[data-state="waiting"]`, { timeout: 20000 });
-  const created = hub.locator(`${t('tool-call')}[data-tool="notes_create"]`);
-  assert((await created.getAttribute('data-state')) === 'done', 'notes_create ran without asking');
-  assert((await hub.locator(`${t('approval')} pre`).textContent()).includes(config.old_note), 'the approval shows the arguments');
+  const waiting = `${t('approval')}[data-state="waiting"]`;
+  await hub.waitForSelector(waiting, { timeout: 20000 });
+  assert((await hub.locator(`${waiting} pre`).textContent()).includes('Groceries'), 'the approval shows the arguments');
+  assert((await hub.locator(`${t('tool-call')}[data-tool="notes_create"]`).count()) <= 1, 'one call of notes_create');
   await shot(hub, 'chat-approval');
   // A reload (or another tab) can still answer it.
   await hub.reload();
-  await hub.waitForSelector(`${t('approval')}[data-state="waiting"] ${t('approve')}`, { timeout: 15000 });
-  await hub.click(t('approve'));
+  await hub.waitForSelector(`${waiting} ${t('approve')}`, { timeout: 15000 });
+  await hub.click(`${waiting} ${t('approve')}`);
+  await until(async () => (await hub.locator(`${waiting} pre`).first().textContent().catch(() => '')).includes(config.old_note), {
+    timeout: 20000,
+    what: 'the delete asks next',
+  });
+  await hub.click(`${waiting} ${t('approve')}`);
   await turnEnded(hub, 'the tools');
   assert((await lastAnswer(hub)).includes('Saved your groceries'), 'the final reply');
 

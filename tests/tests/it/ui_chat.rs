@@ -1,9 +1,10 @@
 //! The chat page end to end in headless Chromium (`tests/browser/chat.mjs`) against a
 //! real hub and node, with a fake model in this process speaking Anthropic's streaming
 //! wire format slowly enough to watch: a reply streams in (partial text shows before the
-//! end, Markdown rendered, hostile markup inert), the model creates a note (a safe tool,
-//! shown inline) and asks to delete an old one (a risky tool: the approval survives a
-//! reload and is approved in the page), the note it made is read back; on the node the
+//! end, Markdown rendered, hostile markup inert), the owner marks `notes_create` "asks
+//! first" on the settings page, the model's note waits for approval (which survives a
+//! reload and is approved in the page), its risky delete of an old note is approved
+//! too, and the note it made is on the notes page; on the node the
 //! page says plainly that chat needs the hub while it is stopped, and chats again once
 //! it is back. Screenshots of the chat page, light and dark, wide and phone-sized.
 
@@ -136,7 +137,7 @@ fn a_chat_streams_runs_tools_asks_approval_and_says_when_the_hub_is_away() -> an
         .and_then(|p| p["id"].as_str())
         .ok_or_else(|| anyhow::anyhow!("no general project in {projects}"))?
         .to_string();
-    // Deleting notes is risky: the agent must ask, and the owner lets it ask here.
+    // Deleting notes is risky and off by default: the owner lets the agent ask for it here.
     ok_json(
         "allow notes_delete",
         lab.hub_api(

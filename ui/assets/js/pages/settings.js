@@ -327,7 +327,7 @@ function projectPart(ctx, el) {
     h(
       'p',
       { class: 'muted intro' },
-      'What the agent may use here. A subproject follows its parent unless set itself. Tools marked “asks first” wait for your approval every time.',
+      'What the agent may use here. A subproject follows its parent unless set itself. A tool that asks first waits for your approval on every call; risky tools always ask.',
     ),
     toolsEl,
     h('h3', null, 'Secrets'),
@@ -353,31 +353,40 @@ function projectPart(ctx, el) {
   };
 }
 
+// A tool's permission in a project: allowed, allowed but asking first each time (a
+// risky tool always asks), or forbidden.
+const MODES = { on: 'Allowed', ask: 'Asks first', off: 'Forbidden' };
+
+function modeOf(t) {
+  if (!t.allowed) return 'off';
+  return t.ask || t.risky ? 'ask' : 'on';
+}
+
 function toolRow(ctx, project, t) {
-  const on = t.risky ? 'Allowed, asks first' : 'Allowed';
+  const choices = t.risky ? ['ask', 'off'] : ['on', 'ask', 'off'];
   const select = h(
     'select',
     {
       'aria-label': `Permission for ${t.name}`,
       dataset: { test: 'tool-permission' },
       onchange: async () => {
-        const allowed = select.value === 'on';
+        const mode = select.value;
+        const body = { allowed: mode !== 'off', ask: mode === 'ask' };
         select.disabled = true;
         try {
-          await api.put(`/projects/${project()}/tools/${encodeURIComponent(t.name)}`, { allowed });
-          t.allowed = allowed;
-          row.classList.toggle('off', !allowed);
-          ctx.toast(`${t.name}: ${allowed ? on.toLowerCase() : 'forbidden'}`, 'ok');
+          await api.put(`/projects/${project()}/tools/${encodeURIComponent(t.name)}`, body);
+          Object.assign(t, body);
+          row.classList.toggle('off', !body.allowed);
+          ctx.toast(`${t.name}: ${MODES[mode].toLowerCase()}`, 'ok');
         } catch (e) {
-          select.value = t.allowed ? 'on' : 'off';
+          select.value = modeOf(t);
           if (e.status !== 401) ctx.toast(reason(e), 'error');
         } finally {
           select.disabled = false;
         }
       },
     },
-    h('option', { value: 'on', selected: t.allowed }, on),
-    h('option', { value: 'off', selected: !t.allowed }, 'Forbidden'),
+    choices.map((m) => h('option', { value: m, selected: modeOf(t) === m }, MODES[m])),
   );
   const row = h(
     'tr',
@@ -386,7 +395,7 @@ function toolRow(ctx, project, t) {
       'td',
       null,
       h('code', null, t.name),
-      t.risky ? h('span', { class: 'pill warn risky' }, 'asks first') : null,
+      t.risky ? h('span', { class: 'pill warn risky' }, 'risky') : null,
       h('div', { class: 'meta' }, t.description),
     ),
     h('td', null, select),
