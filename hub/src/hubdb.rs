@@ -191,6 +191,11 @@ CREATE INDEX usage_daily_project ON usage_daily(project, day);
     "
 ALTER TABLE devices ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
 ",
+    // 8: a tool the owner allows in a project but wants to be asked about first, each
+    // time (as risky tools always are).
+    "
+ALTER TABLE tool_permissions ADD COLUMN ask INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 /// The highest `hub.db` schema version (`PRAGMA user_version`) this code knows: the

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{serve, Reply};
 use hearth_hub::agent::{
     provider::{ProviderClient, ProviderKind, Retry},
-    runner::{Agent, AgentConfig, AgentEvent, Decided, Resolution},
+    runner::{Agent, AgentConfig, AgentEvent, Decided, Resolution, ToolPermission},
 };
 use hearth_sync::{DocumentStore, Filter, Kind, Note, Project};
 use serde_json::{json, Value};
@@ -294,6 +294,67 @@ async fn a_risky_tool_waits_and_denial_or_timeout_reach_the_model() {
     );
 }
 
+/// A safe tool the owner marks "ask first" in a project waits for approval there, every
+/// call; the same tool in another project does not.
+#[tokio::test]
+async fn a_tool_marked_ask_first_waits_for_the_owner() {
+    let s = setup(
+        vec![],
+        AgentConfig {
+            approval_timeout: Duration::from_secs(10),
+            ..AgentConfig::default()
+        },
+    )
+    .await;
+    s.agent
+        .set_permission(&s.project, "notes_create", ToolPermission::ASK)
+        .expect("ask first");
+    let offered = s.agent.permitted(&s.project).expect("permitted");
+    let create = offered
+        .iter()
+        .find(|t| t.name == "notes_create")
+        .expect("still offered");
+    assert_eq!(create.risk, hearth_hub::agent::tools::Risk::Risky);
+    if let Ok(mut r) = s.fake.replies.lock() {
+        r.push(tool_turn("t1", "notes_create", json!({"title": "Asked"})));
+        r.push(text_turn("Done."));
+    }
+    let mut events = s.agent.subscribe();
+    let agent = s.agent.clone();
+    let decider = tokio::spawn(async move {
+        let mut asked = false;
+        while let Ok(ev) = events.recv().await {
+            if let AgentEvent::ApprovalRequested { id, name, .. } = &ev {
+                assert_eq!(name, "notes_create");
+                asked = true;
+                assert_eq!(agent.decide(id, None, true), Decided::Now);
+            }
+            if matches!(ev, AgentEvent::Finished { .. }) {
+                break;
+            }
+        }
+        asked
+    });
+    s.agent
+        .invoke("cli", s.project, "make a note")
+        .await
+        .expect("invoke");
+    assert!(
+        decider.await.expect("decider"),
+        "the call waited for approval"
+    );
+    let notes = s.store.list(Filter::new(Kind::Note)).await.expect("list");
+    assert_eq!(notes.total, 1, "approved: created");
+    // Back to plain "allow": no question.
+    s.agent
+        .set_permission(&s.project, "notes_create", ToolPermission::ALLOW)
+        .expect("allow");
+    let offered = s.agent.permitted(&s.project).expect("permitted");
+    assert!(offered
+        .iter()
+        .any(|t| t.name == "notes_create" && t.risk == hearth_hub::agent::tools::Risk::Safe));
+}
+
 #[tokio::test]
 async fn the_step_limit_ends_a_looping_model() {
     let replies = (0..5)
@@ -567,11 +628,11 @@ async fn abort_drops_the_calls_still_in_flight() {
 async fn only_permitted_tools_are_offered_and_run() {
     let s = setup(vec![], AgentConfig::default()).await;
     s.agent
-        .set_permission(&s.project, "notes_create", false)
+        .set_permission(&s.project, "notes_create", ToolPermission::FORBID)
         .expect("forbid");
     assert!(s
         .agent
-        .set_permission(&s.project, "no_such_tool", true)
+        .set_permission(&s.project, "no_such_tool", ToolPermission::ALLOW)
         .is_err());
     if let Ok(mut r) = s.fake.replies.lock() {
         r.push(tool_turn("t1", "notes_create", json!({"title": "x"})));
@@ -841,12 +902,12 @@ async fn subprojects_inherit_tool_permissions_unless_they_override() {
         "opt-in by default"
     );
     s.agent
-        .set_permission(&s.project, "notes_delete", true)
+        .set_permission(&s.project, "notes_delete", ToolPermission::ALLOW)
         .expect("allow");
     assert!(offers(child).contains(&"notes_delete"));
     assert!(offers(grandchild).contains(&"notes_delete"));
     s.agent
-        .set_permission(&child, "notes_delete", false)
+        .set_permission(&child, "notes_delete", ToolPermission::FORBID)
         .expect("override");
     assert!(!offers(child).contains(&"notes_delete"));
     assert!(

@@ -166,6 +166,10 @@ async fn conversations_and_messages_page_per_project_and_archive() {
     assert_eq!(convs["total"], 2, "{convs}");
     assert_eq!(convs["data"][0]["name"], "side", "most recent first");
     assert_eq!(convs["data"][1]["messages"], 3);
+    assert_eq!(
+        convs["data"][1]["title"], "hi",
+        "named by its first message"
+    );
     // History, newest first, paged.
     let page = h
         .ok(&format!(
@@ -274,6 +278,8 @@ async fn audit_usage_and_updates_filter_and_page() {
     let usage = h.ok("/usage").await;
     assert_eq!(usage["total"], 3);
     assert_eq!(usage["data"][0]["day"], "2026-11-02");
+    // "claude" and "gpt" are not in the price table: unknown cost, not free.
+    assert_eq!(usage["data"][0]["priced"], false, "{usage}");
     assert_eq!(
         h.ok(&format!("/usage?project={other}")).await["data"][0]["model"],
         "gpt"

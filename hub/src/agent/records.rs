@@ -40,6 +40,9 @@ pub struct Conversation {
     pub last_at: i64,
     /// When it was archived, ms.
     pub archived_at: Option<i64>,
+    /// The content parts of its first user message (as stored), which is what people
+    /// recognise a conversation by.
+    pub opening: Option<Value>,
 }
 
 /// The conversations of `project`, most recent first; archived ones only if `archived`,
@@ -62,7 +65,11 @@ pub fn conversations(
         |r| r.get(0),
     )?;
     let mut stmt = conn.prepare(&format!(
-        "SELECT name, n, first, last, archived_at {from} ORDER BY last DESC, name LIMIT ?3 OFFSET ?4"
+        "SELECT name, n, first, last, archived_at,
+                (SELECT o.content FROM messages o
+                  WHERE o.project = ?1 AND o.conversation = name AND o.role = 'user'
+                  ORDER BY o.id LIMIT 1)
+         {from} ORDER BY last DESC, name LIMIT ?3 OFFSET ?4"
     ))?;
     let rows = stmt
         .query_map(params![project, archived, w.limit, w.offset], |r| {
@@ -72,6 +79,9 @@ pub fn conversations(
                 started_at: r.get(2)?,
                 last_at: r.get(3)?,
                 archived_at: r.get(4)?,
+                opening: r
+                    .get::<_, Option<String>>(5)?
+                    .map(|raw| serde_json::from_str(&raw).unwrap_or(Value::String(raw))),
             })
         })?
         .collect::<Result<_, _>>()?;

@@ -202,6 +202,33 @@ pub struct Outcome {
 /// A conversation: a project and a name within it (`cli`, `web`, …).
 type ConvKey = (DocId, String);
 
+/// The owner's choice for one tool in one project (`tool_permissions`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolPermission {
+    /// Offered at all.
+    pub allowed: bool,
+    /// Every call waits for the owner's approval, as a risky tool's does.
+    pub ask: bool,
+}
+
+impl ToolPermission {
+    /// Offered; asks first only if the tool is risky.
+    pub const ALLOW: Self = Self {
+        allowed: true,
+        ask: false,
+    };
+    /// Offered, and every call waits for the owner.
+    pub const ASK: Self = Self {
+        allowed: true,
+        ask: true,
+    };
+    /// Not offered.
+    pub const FORBID: Self = Self {
+        allowed: false,
+        ask: false,
+    };
+}
+
 /// How an approval request was resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resolution {
@@ -808,27 +835,44 @@ impl Agent {
 
     /// The tools offered in `project`: the defaults, the globally enabled opt-ins, and
     /// overrides, of which the nearest wins: the project's own, else its parent's, and
-    /// so on up the tree (a subproject inherits unless it overrides).
+    /// so on up the tree (a subproject inherits unless it overrides). A tool the nearest
+    /// override marks "ask first" is offered as [`Risk::Risky`]: every call waits for
+    /// the owner's approval.
     pub fn permitted(&self, project: &DocId) -> Result<Vec<ToolInfo>, AgentError> {
         let chain = self.ancestry(*project);
-        let overrides: HashMap<(String, String), bool> = {
+        let overrides: HashMap<(String, String), ToolPermission> = {
             let db = self.db()?;
-            let mut stmt = db.prepare("SELECT project, tool, allowed FROM tool_permissions")?;
+            let mut stmt =
+                db.prepare("SELECT project, tool, allowed, ask FROM tool_permissions")?;
             let rows = stmt
-                .query_map([], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))?
+                .query_map([], |r| {
+                    Ok((
+                        (r.get(0)?, r.get(1)?),
+                        ToolPermission {
+                            allowed: r.get(2)?,
+                            ask: r.get(3)?,
+                        },
+                    ))
+                })?
                 .collect::<Result<_, _>>()?;
             rows
         };
         let extra = self.config().extra_tools;
         Ok(tools::catalog()
             .into_iter()
-            .filter(|t| {
+            .filter_map(|mut t| {
                 let nearest = chain
                     .iter()
                     .find_map(|p| overrides.get(&(p.to_string(), t.name.to_string())));
                 match nearest {
-                    Some(allowed) => *allowed,
-                    None => t.default_on || extra.iter().any(|x| x == t.name),
+                    Some(p) if !p.allowed => None,
+                    Some(p) => {
+                        if p.ask {
+                            t.risk = Risk::Risky;
+                        }
+                        Some(t)
+                    }
+                    None => (t.default_on || extra.iter().any(|x| x == t.name)).then_some(t),
                 }
             })
             .collect())
@@ -857,20 +901,25 @@ impl Agent {
         chain
     }
 
-    /// Allows or forbids `tool` in `project`.
+    /// Allows (asking first or not) or forbids `tool` in `project`.
     pub fn set_permission(
         &self,
         project: &DocId,
         tool: &str,
-        allowed: bool,
+        permission: ToolPermission,
     ) -> Result<(), AgentError> {
         if !tools::catalog().iter().any(|t| t.name == tool) {
             return Err(AgentError::Invalid(format!("unknown tool {tool:?}")));
         }
         self.db()?.execute(
-            "INSERT INTO tool_permissions (project, tool, allowed) VALUES (?1, ?2, ?3)
-             ON CONFLICT(project, tool) DO UPDATE SET allowed = excluded.allowed",
-            params![project.to_string(), tool, allowed],
+            "INSERT INTO tool_permissions (project, tool, allowed, ask) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(project, tool) DO UPDATE SET allowed = excluded.allowed, ask = excluded.ask",
+            params![
+                project.to_string(),
+                tool,
+                permission.allowed,
+                permission.allowed && permission.ask
+            ],
         )?;
         Ok(())
     }

@@ -1,32 +1,41 @@
 //! Daily usage rollups: input, output and cached tokens, requests and estimated cost,
 //! per day, model and project, in `hub.db` (table `usage_daily`, created by `hubdb`).
+//! The cost is an estimate from a small table of list prices; a model missing from it
+//! is reported as unpriced (see [`priced`]), never as free.
 
 use rusqlite::{params, Connection};
 
 use super::provider::Usage;
 
-/// USD per million tokens (input, output, cached input) for models whose price is known.
-fn price(model: &str) -> (f64, f64, f64) {
+/// USD per million tokens (input, output, cached input), from the providers' list
+/// prices: an estimate, never a bill. `None` for a model the table does not know (local
+/// models, names newer than this table): its cost is unknown, not zero.
+fn price(model: &str) -> Option<(f64, f64, f64)> {
     let m = model.to_ascii_lowercase();
     if m.contains("opus") {
-        (15.0, 75.0, 1.5)
+        Some((15.0, 75.0, 1.5))
     } else if m.contains("sonnet") {
-        (3.0, 15.0, 0.3)
+        Some((3.0, 15.0, 0.3))
     } else if m.contains("haiku") {
-        (0.8, 4.0, 0.08)
+        Some((0.8, 4.0, 0.08))
     } else if m.contains("gpt-4o-mini") {
-        (0.15, 0.6, 0.075)
+        Some((0.15, 0.6, 0.075))
     } else if m.contains("gpt-4o") {
-        (2.5, 10.0, 1.25)
+        Some((2.5, 10.0, 1.25))
     } else {
-        // Local and unknown models: no estimate rather than a wrong one.
-        (0.0, 0.0, 0.0)
+        None
     }
 }
 
-/// Estimated cost of one request, in millionths of a dollar.
+/// Whether the price table knows `model`, so that its `cost_micro_usd` is an estimate
+/// rather than an unknown counted as 0.
+pub fn priced(model: &str) -> bool {
+    price(model).is_some()
+}
+
+/// Estimated cost of one request, in millionths of a dollar (0 for an unpriced model).
 pub fn cost_micro_usd(model: &str, u: &Usage) -> i64 {
-    let (i, o, c) = price(model);
+    let (i, o, c) = price(model).unwrap_or((0.0, 0.0, 0.0));
     (u.input_tokens as f64 * i + u.output_tokens as f64 * o + u.cache_read_tokens as f64 * c)
         .round() as i64
 }
@@ -103,4 +112,42 @@ pub fn daily(conn: &Connection) -> rusqlite::Result<Vec<DailyUsage>> {
         })?
         .collect();
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(input: u64, output: u64, cached: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
+        }
+    }
+
+    #[test]
+    fn known_models_are_priced_per_million_tokens() {
+        assert!(priced("claude-sonnet-4-5"));
+        // A million input tokens at $3, a million output at $15, a million cached at $0.30.
+        assert_eq!(
+            cost_micro_usd("claude-sonnet-4-5", &usage(1_000_000, 1_000_000, 1_000_000)),
+            18_300_000
+        );
+        assert_eq!(cost_micro_usd("gpt-4o-mini", &usage(2_000, 1_000, 0)), 900);
+        // The longer name wins: gpt-4o-mini is not priced as gpt-4o.
+        assert_ne!(
+            cost_micro_usd("gpt-4o-mini", &usage(1_000, 0, 0)),
+            cost_micro_usd("gpt-4o", &usage(1_000, 0, 0))
+        );
+    }
+
+    #[test]
+    fn unknown_models_are_unpriced_not_free() {
+        for model in ["llama3.1", "nomic-embed-text", "gpt"] {
+            assert!(!priced(model), "{model}");
+            assert_eq!(cost_micro_usd(model, &usage(1_000, 1_000, 0)), 0);
+        }
+    }
 }

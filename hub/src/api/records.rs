@@ -3,12 +3,14 @@
 //! time), daily usage (by model and project), project updates. Reads through
 //! `Agent::records` and `agent::records`; no SQL here.
 //!
-//! - `GET /projects/{project}/conversations?archived=&limit=&offset=`
+//! - `GET /projects/{project}/conversations?archived=&limit=&offset=` (each with a
+//!   `title`: the start of its first message, one line, for lists)
 //! - `GET /projects/{project}/conversations/{conversation}/messages?limit=&offset=`
 //!   (newest first)
 //! - `PATCH /projects/{project}/conversations/{conversation} {archived}`
 //! - `GET /audit?project=&tool=&since=&until=&limit=&offset=` (`since`/`until` in ms)
-//! - `GET /usage?project=&model=&since=&until=&limit=&offset=` (days, `YYYY-MM-DD`)
+//! - `GET /usage?project=&model=&since=&until=&limit=&offset=` (days, `YYYY-MM-DD`;
+//!   each row's `cost_micro_usd` is an estimate, `priced` says whether the model has one)
 //! - `GET /updates?project=&limit=&offset=`
 //!
 //! A device relaying these (see `caller`) reaches only its scope's projects: a scoped
@@ -96,6 +98,8 @@ struct ConversationQuery {
 #[derive(Debug, Serialize)]
 struct ConversationDto {
     name: String,
+    /// The start of the first message, on one line; null if it holds no text.
+    title: Option<String>,
     messages: u64,
     started_at: i64,
     last_at: i64,
@@ -116,6 +120,7 @@ async fn list_conversations(
         blocking(move || agent.records(|c| records::conversations(c, &project, q.archived, w)))
             .await?;
     Ok(page(rows, w, |c| ConversationDto {
+        title: c.opening.as_ref().and_then(title_of),
         name: c.name,
         messages: c.messages,
         started_at: c.started_at,
@@ -123,6 +128,33 @@ async fn list_conversations(
         archived: c.archived_at.is_some(),
         archived_at: c.archived_at,
     }))
+}
+
+/// Longest title, in characters, before it is cut with an ellipsis.
+const TITLE_CHARS: usize = 80;
+
+/// A conversation's title from its first message's stored content: the text parts
+/// joined, whitespace folded to single spaces, cut at [`TITLE_CHARS`].
+fn title_of(opening: &Value) -> Option<String> {
+    let text = match opening {
+        Value::String(raw) => raw.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|p| p["type"] == "text")
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => return None,
+    };
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if folded.is_empty() {
+        return None;
+    }
+    if folded.chars().count() <= TITLE_CHARS {
+        return Some(folded);
+    }
+    let cut: String = folded.chars().take(TITLE_CHARS - 1).collect();
+    Some(format!("{}…", cut.trim_end()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -268,7 +300,10 @@ struct UsageDto {
     output_tokens: i64,
     cached_tokens: i64,
     requests: i64,
+    /// Estimated from the hub's price table; 0 and `priced: false` when the model is not
+    /// in it (the cost is unknown, not zero).
     cost_micro_usd: i64,
+    priced: bool,
 }
 
 fn day(field: &str, given: Option<String>) -> ApiResult<Option<String>> {
@@ -302,6 +337,7 @@ async fn list_usage(
     let agent = state.chat.agent.clone();
     let rows = blocking(move || agent.records(|c| records::usage(c, &filter, w))).await?;
     Ok(page(rows, w, |u| UsageDto {
+        priced: crate::agent::usage::priced(&u.model),
         day: u.day,
         model: u.model,
         project: u.project,
@@ -345,4 +381,25 @@ async fn list_updates(
         text: u.text,
         created_at: u.created_at,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_title_is_the_first_messages_text_on_one_line_and_cut() {
+        let parts = json!([{"type": "text", "text": "  plan\n my\tday  "}]);
+        assert_eq!(title_of(&parts).as_deref(), Some("plan my day"));
+        let long = "word ".repeat(40);
+        let cut = title_of(&json!([{"type": "text", "text": long}])).expect("a title");
+        assert_eq!(cut.chars().count(), TITLE_CHARS, "{cut}");
+        assert!(cut.ends_with("word…"), "{cut}");
+        // Tool results carry no title; raw text (not JSON) is used as it is.
+        let results = json!([{"type": "tool_result", "id": "t", "content": "x"}]);
+        assert_eq!(title_of(&results), None);
+        assert_eq!(title_of(&json!("raw text")).as_deref(), Some("raw text"));
+        assert_eq!(title_of(&json!([{"type": "text", "text": " \n "}])), None);
+    }
 }

@@ -5,8 +5,9 @@
 //! - `GET /settings`, `PATCH /settings {chat_model?, summary_model? (null: the chat
 //!   model), embedding_model?, instructions?, approval_timeout_secs?}`
 //! - `GET /settings/providers` (a page), `PUT /settings/providers/{name} {key}`
-//! - `GET /projects/{project}/tools` (a page), `PUT /projects/{project}/tools/{tool}
-//!   {allowed}`
+//! - `GET /projects/{project}/tools` (a page: `allowed`, `ask` — every call waits for
+//!   the owner's approval, always so for a `risky` tool), `PUT
+//!   /projects/{project}/tools/{tool} {allowed, ask?}` (`ask`: ask first, each time)
 //! - `GET /projects/{project}/secrets` (a page), `PUT|DELETE
 //!   /projects/{project}/secrets/{name}`
 
@@ -219,6 +220,8 @@ struct ToolDto {
     name: &'static str,
     description: &'static str,
     allowed: bool,
+    /// Every call waits for the owner's approval (always for a risky tool).
+    ask: bool,
     risky: bool,
 }
 
@@ -229,19 +232,19 @@ async fn project_tools(
 ) -> ApiResult<Page<ToolDto>> {
     let id = s.chat.resolve(Some(&project)).await?;
     let agent = s.chat.agent.clone();
-    let allowed: Vec<&'static str> = blocking(move || {
-        agent
-            .permitted(&id)
-            .map(|t| t.into_iter().map(|t| t.name).collect())
-    })
-    .await?;
+    let permitted: Vec<crate::agent::tools::ToolInfo> =
+        blocking(move || agent.permitted(&id)).await?;
     let data = crate::agent::tools::catalog()
         .into_iter()
-        .map(|t| ToolDto {
-            allowed: allowed.contains(&t.name),
-            risky: t.risk == crate::agent::tools::Risk::Risky,
-            name: t.name,
-            description: t.description,
+        .map(|t| {
+            let offered = permitted.iter().find(|p| p.name == t.name);
+            ToolDto {
+                allowed: offered.is_some(),
+                ask: offered.is_some_and(|p| p.risk == crate::agent::tools::Risk::Risky),
+                risky: t.risk == crate::agent::tools::Risk::Risky,
+                name: t.name,
+                description: t.description,
+            }
         })
         .collect();
     Page::from_all(data, &q)
@@ -250,6 +253,8 @@ async fn project_tools(
 #[derive(Debug, Deserialize)]
 struct Allowed {
     allowed: bool,
+    #[serde(default)]
+    ask: bool,
 }
 
 async fn set_project_tool(
@@ -260,9 +265,13 @@ async fn set_project_tool(
     let id = s.chat.resolve(Some(&project)).await?;
     let agent = s.chat.agent.clone();
     let t = tool.clone();
-    blocking(move || agent.set_permission(&id, &t, a.allowed)).await?;
+    let permission = crate::agent::runner::ToolPermission {
+        allowed: a.allowed,
+        ask: a.ask,
+    };
+    blocking(move || agent.set_permission(&id, &t, permission)).await?;
     Ok(Json(
-        serde_json::json!({ "tool": tool, "allowed": a.allowed }),
+        serde_json::json!({ "tool": tool, "allowed": a.allowed, "ask": a.allowed && a.ask }),
     ))
 }
 

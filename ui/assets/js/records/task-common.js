@@ -1,0 +1,82 @@
+// records/task-common.js: what the task list (pages/tasks.js) and the task editor
+// (records/task-detail.js) both draw: the done checkbox, the due date label, and the
+// order of subtasks.
+//
+// Owns: what "done" means for a recurring task (its due date moves on by its interval
+// and it stays open). Must never hold a task: each check reads the task afresh.
+//
+// data-test: "task-done" (the checkbox), "task-due" (class "overdue" when late).
+
+import * as api from '../api.js';
+import { h } from '../dom.js';
+import { errorText } from './common.js';
+import { formatDue, intervalText, isOverdue, nextDue } from './dates.js';
+
+export const isOpen = (s) => s === 'incomplete' || s === 'recurring';
+
+/** Subtasks keep a calm order: open first, then due date, then name. */
+export function bySteps(a, b) {
+  return (
+    Number(isOpen(b.status)) - Number(isOpen(a.status)) ||
+    (a.due ?? '\uffff').localeCompare(b.due ?? '\uffff') ||
+    a.title.localeCompare(b.title)
+  );
+}
+
+/**
+ * Marks a task done or not. A recurring task is never "done": its due date moves on by
+ * its interval. Answers a message for a toast, or null.
+ */
+async function setDone(id, done) {
+  const task = await api.get(`/tasks/${id}`);
+  if (done && task.status === 'recurring' && task.interval) {
+    const due = nextDue(task.due, task.interval);
+    await api.patch(`/tasks/${id}`, { due });
+    return `“${task.name}” repeats ${intervalText(task.interval)}: next due ${formatDue(due)}.`;
+  }
+  const status = done ? 'complete' : task.interval ? 'recurring' : 'incomplete';
+  await api.patch(`/tasks/${id}`, { status });
+  return null;
+}
+
+export function doneBox(task, ctx, after) {
+  const box = h('input', {
+    type: 'checkbox',
+    class: 'task-check',
+    checked: task.status === 'complete',
+    disabled: task.status === 'cancelled',
+    'aria-label':
+      task.status === 'recurring' ? `Done this time: ${task.title ?? task.name}` : `Done: ${task.title ?? task.name}`,
+    title: task.status === 'recurring' ? 'Done this time: moves the due date on' : null,
+    'data-test': 'task-done',
+    onchange: async () => {
+      box.disabled = true;
+      box.closest('[data-test=task-item]')?.classList.toggle('is-done', box.checked);
+      try {
+        const note = await setDone(task.id, box.checked);
+        if (note) ctx.toast(note, 'ok');
+      } catch (e) {
+        box.checked = !box.checked;
+        ctx.toast(`Could not change the task: ${errorText(e)}`, 'error');
+      } finally {
+        box.disabled = false;
+        after?.();
+      }
+    },
+  });
+  return box;
+}
+
+export function dueLabel(due, status) {
+  if (!due) return null;
+  const late = isOpen(status) && isOverdue(due);
+  return h(
+    'span',
+    {
+      class: ['task-due', late ? 'overdue' : null],
+      'data-test': 'task-due',
+      title: late ? `Overdue: due ${due}` : `Due ${due}`,
+    },
+    late ? `overdue · ${formatDue(due)}` : formatDue(due),
+  );
+}
