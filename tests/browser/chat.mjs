@@ -107,6 +107,15 @@ run(async () => {
   const deleted = hub.locator(`${t('tool-call')}[data-tool="notes_delete"]`).last();
   assert((await deleted.getAttribute('data-state')) === 'done', 'the delete is shown done');
   await shot(hub, 'chat');
+  // And the notes page has it, and not the old list.
+  const chatLink = hub.url();
+  await hub.goto(new URL(`#/notes/${output.id}`, hub.url()).href);
+  await hub.waitForSelector(`${t('note-item')}[data-id="${output.id}"]`);
+  assert((await hub.locator(t('note-title')).inputValue()) === 'Groceries', 'the note it made, open');
+  assert((await hub.locator(t('note-body')).inputValue()).includes('oat milk'), 'with its content');
+  assert((await hub.locator(`${t('note-item')}[data-id="${config.old_note}"]`).count()) === 0, 'the old list is gone');
+  await shot(hub, 'chat-note-made');
+  await hub.goto(chatLink);
 
   const phone = await signIn(browser, await control('hub-login'), { name: 'phone', width: 390, height: 844 });
   await phone.goto(link.href);
