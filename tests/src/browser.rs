@@ -62,6 +62,17 @@ pub fn check_prerequisites() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether this process may make network namespaces ([`UiLab::cuttable`]): root with
+/// iproute2. CI runs as root; a developer's laptop may not, and those tests say so.
+pub fn can_make_namespaces() -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    root && Command::new("ip").arg("-V").output().is_ok()
+}
+
 /// A free TCP port on 127.0.0.1 (released at once; a test binds it right after).
 pub fn free_tcp_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())

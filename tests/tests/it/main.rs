@@ -19,6 +19,7 @@ mod replication;
 mod scope;
 mod tidy;
 mod ui_chat;
+mod ui_offline;
 mod ui_pages;
 mod ui_pairing;
 mod ui_records;
