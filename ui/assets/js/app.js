@@ -136,11 +136,12 @@ function renderTopbar() {
   const offline = s.kind === 'node' && s.status && !s.status.online;
   banner.hidden = !offline;
   if (offline) {
+    // The technical reason is there for whoever looks for it, not in the sentence.
+    banner.title = s.status.detail ?? '';
     replace(
       banner,
       h('strong', null, 'The hub is out of reach. '),
       'Notes, tasks, contacts and skills keep working here and sync when it is back; chat, settings and devices need the hub.',
-      s.status.detail ? h('span', { class: 'muted' }, ` (${s.status.detail})`) : null,
     );
   }
 }
