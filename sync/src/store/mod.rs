@@ -90,7 +90,7 @@ use write::*;
 use crate::{
     entity::{
         apply_edit, derive_any, now_ms, read_bool, read_i64, read_str, validate_slug, write_header,
-        Derived, DocId, Entity, Kind, Patch, Record,
+        Derived, Details, DocId, Entity, Kind, Patch, Record,
     },
     error::StoreError,
     placement::PLACEMENT_KIND,
@@ -159,6 +159,8 @@ pub struct Filter {
     pub status: Option<String>,
     /// Only children of this parent.
     pub parent: Option<DocId>,
+    /// Only contacts with this tag.
+    pub tag: Option<String>,
     /// Include tombstones.
     pub include_deleted: bool,
     /// Page size.
@@ -175,6 +177,7 @@ impl Filter {
             project: None,
             status: None,
             parent: None,
+            tag: None,
             include_deleted: false,
             limit: 100,
             offset: 0,
@@ -199,6 +202,8 @@ pub struct Listed {
     pub due: Option<String>,
     /// Parent.
     pub parent: Option<DocId>,
+    /// What the listing shows of this kind besides the fields above.
+    pub details: Details,
     /// Tombstone.
     pub deleted: bool,
     /// Last update, ms.
@@ -310,6 +315,7 @@ impl DocumentStore {
             }),
         };
         store.place_legacy_projects()?;
+        store.rederive_stale()?;
         Ok(store)
     }
 
