@@ -175,11 +175,20 @@ pub enum Details {
         #[serde(default)]
         interval: Option<String>,
     },
-    /// How to reach a contact, and how they are grouped.
+    /// How to reach a contact, where they work, how they are grouped.
     Contact {
         /// Email address.
         #[serde(default)]
         email: Option<String>,
+        /// Phone number.
+        #[serde(default)]
+        phone: Option<String>,
+        /// Company.
+        #[serde(default)]
+        company: Option<String>,
+        /// Job title (the row's `title` is the contact's name).
+        #[serde(default)]
+        job_title: Option<String>,
         /// Tags.
         #[serde(default)]
         tags: Vec<String>,
@@ -974,6 +983,9 @@ impl Entity for Contact {
             title: self.name.clone(),
             details: Details::Contact {
                 email: self.email.clone(),
+                phone: self.phone.clone(),
+                company: self.company.clone(),
+                job_title: self.title.clone(),
                 tags: self.tags.clone(),
             },
             body,

@@ -1,5 +1,6 @@
 //! Listed rows carry what a listing shows of each kind (a task's interval, a contact's
-//! email and tags, a skill's description) without loading a document: kept current by
+//! email, phone, company, job title and tags, a skill's description) without loading a
+//! document: kept current by
 //! every write path (create, patch, text patch, delete, a peer's snapshot, a peer's sync
 //! message), filled by migration 5 for a database written before it, and filtered by tag
 //! in SQL. Also: deleting a task with its subtasks in one go, and moving a skill.
@@ -58,9 +59,13 @@ fn details(s: &DocumentStore, kind: Kind, id: DocId) -> Details {
     row(s, kind, id).details
 }
 
+/// A contact's listed details, with no phone, company nor job title.
 fn contact_details(email: Option<&str>, tags: &[&str]) -> Details {
     Details::Contact {
         email: email.map(str::to_string),
+        phone: None,
+        company: None,
+        job_title: None,
         tags: tags.iter().map(|t| t.to_string()).collect(),
     }
 }
@@ -131,7 +136,30 @@ fn local_writes_keep_each_kinds_listed_details_current() {
     s.update_blocking(
         ada.id,
         ContactPatch {
+            phone: Some(Some("+44 20 7946 0000".into())),
+            company: Some(Some("Engines".into())),
+            title: Some(Some("Analyst".into())),
+            ..ContactPatch::default()
+        },
+    )
+    .expect("patch");
+    assert_eq!(
+        details(&s, Kind::Contact, ada.id),
+        Details::Contact {
+            email: Some("ada@example.org".into()),
+            phone: Some("+44 20 7946 0000".into()),
+            company: Some("Engines".into()),
+            job_title: Some("Analyst".into()),
+            tags: vec!["math".into(), "friend".into()],
+        }
+    );
+    s.update_blocking(
+        ada.id,
+        ContactPatch {
             email: Some(None),
+            phone: Some(None),
+            company: Some(None),
+            title: Some(None),
             tags: Some(vec!["engines".into()]),
             ..ContactPatch::default()
         },

@@ -54,8 +54,8 @@ pub(crate) async fn read_live<E: Entity>(
 }
 
 /// A listed entity: the fields every kind lists, then its kind's own (a task's
-/// `interval`, a contact's `email` and `tags`, a skill's `description`), all read from
-/// the derived row, no document loaded.
+/// `interval`; a contact's `email`, `phone`, `company`, `job_title` and `tags`; a
+/// skill's `description`), all read from the derived row, no document loaded.
 #[derive(Debug, Serialize)]
 pub(crate) struct ListedDto {
     id: String,
@@ -77,9 +77,13 @@ pub(crate) struct ListedDto {
 pub(crate) enum DetailsDto {
     /// A task's recurrence (`null` unless it repeats).
     Task { interval: Option<String> },
-    /// A contact's email and tags.
+    /// How to reach a contact, where they work (`job_title`: the row's `title` is the
+    /// name), their tags.
     Contact {
         email: Option<String>,
+        phone: Option<String>,
+        company: Option<String>,
+        job_title: Option<String>,
         tags: Vec<String>,
     },
     /// A skill's description (its first 300 characters).
@@ -90,7 +94,19 @@ impl DetailsDto {
     fn of(d: Details) -> Option<Self> {
         match d {
             Details::Task { interval } => Some(Self::Task { interval }),
-            Details::Contact { email, tags } => Some(Self::Contact { email, tags }),
+            Details::Contact {
+                email,
+                phone,
+                company,
+                job_title,
+                tags,
+            } => Some(Self::Contact {
+                email,
+                phone,
+                company,
+                job_title,
+                tags,
+            }),
             Details::Skill { description } => Some(Self::Skill { description }),
             Details::None => None,
         }

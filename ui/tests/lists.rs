@@ -1,6 +1,6 @@
 //! What the list routes answer beyond the shared fields, over HTTP in process: each
-//! kind's own listed fields (a task's `interval`, a contact's `email` and `tags`, a
-//! skill's `description`, none for the others), the contacts' `?tag=` filter, moving a
+//! kind's own listed fields (a task's `interval`, a contact's `email`, `phone`,
+//! `company`, `job_title` and `tags`, a skill's `description`, none for the others), the contacts' `?tag=` filter, moving a
 //! skill between projects, and deleting a task with its subtasks.
 
 use axum::{
@@ -115,7 +115,8 @@ async fn each_kind_lists_its_own_fields_and_only_those() {
     .await;
     api.create(
         "/contacts",
-        json!({"name": "Ada", "email": "ada@example.org", "tags": ["math", "friend"], "phone": "1"}),
+        json!({"name": "Ada", "email": "ada@example.org", "tags": ["math", "friend"], "phone": "1",
+               "title": "Analyst"}),
     )
     .await;
     api.create(
@@ -131,10 +132,25 @@ async fn each_kind_lists_its_own_fields_and_only_those() {
     assert_eq!(own_keys(&task), ["interval"]);
     assert_eq!(task["interval"], "3d");
     let contact = api.only_row("/contacts").await;
-    assert_eq!(own_keys(&contact), ["email", "tags"]);
     assert_eq!(
-        (contact["email"].clone(), contact["tags"].clone()),
-        (json!("ada@example.org"), json!(["math", "friend"]))
+        own_keys(&contact),
+        ["company", "email", "job_title", "phone", "tags"]
+    );
+    assert_eq!(
+        (
+            contact["email"].clone(),
+            contact["phone"].clone(),
+            contact["company"].clone(),
+            contact["job_title"].clone(),
+            contact["tags"].clone()
+        ),
+        (
+            json!("ada@example.org"),
+            json!("1"),
+            Value::Null,
+            json!("Analyst"),
+            json!(["math", "friend"])
+        )
     );
     let skill = api.only_row("/skills").await;
     assert_eq!(own_keys(&skill), ["description"]);

@@ -28,7 +28,7 @@ import {
 import { isOverdue } from '../records/dates.js';
 import { splitView } from '../records/split.js';
 import { taskDetail } from '../records/task-detail.js';
-import { bySteps, doneBox, dueLabel, isOpen } from '../records/task-common.js';
+import { bySteps, doneBox, dueLabel, isOpen, repeatLabel } from '../records/task-common.js';
 
 const FILTERS = [
   ['open', 'Open', (s) => s === 'incomplete' || s === 'recurring'],
@@ -287,9 +287,7 @@ function listPane(pane, ctx, openId) {
     });
     const subForm = h('div', { class: 'task-sub-add', hidden: true }, subInput);
     const meta = [
-      t.status === 'recurring'
-        ? h('span', { class: 'task-repeat', title: 'Repeats', 'data-test': 'task-repeat' }, '↻')
-        : null,
+      repeatLabel(t),
       dueLabel(t.due, t.status),
       progress ? h('span', { class: 'muted', title: 'Subtasks done' }, progress) : null,
       t.status === 'cancelled' ? h('span', { class: 'muted' }, 'cancelled') : null,
