@@ -1,6 +1,6 @@
 //! `/contacts`: people (list, filtered by tag if asked, get, create, patch, text patch
 //! against heads, delete). Contacts belong to no project; a listed contact carries its
-//! email and tags.
+//! email, phone, company, job title and tags.
 
 use std::collections::BTreeMap;
 

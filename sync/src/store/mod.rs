@@ -3,8 +3,9 @@
 //! Owns the database file. Each document is stored as a compacted snapshot plus
 //! appended incremental chunks (`documents`, `chunks`); its heads, heads digest and the
 //! XOR digest of its bucket are updated in the same transaction as the chunk, and so are
-//! the derived `entities` row and the FTS5 `search` row. Every committed change is then
-//! announced on a broadcast feed ([`DocChange`]).
+//! the derived `entities` row (what listings show, each kind's listed details included)
+//! and the FTS5 `search` row. Every committed change is then announced on a broadcast
+//! feed ([`DocChange`]). Rows a migration marks stale are re-derived when the store opens.
 //!
 //! Several processes may write one database (the node daemon and `hearth note edit`):
 //! every write runs in `BEGIN IMMEDIATE`, each document row carries a version that the

@@ -1,4 +1,5 @@
-//! Reading entities: get, resolve, list, full-text search, lazy indexing.
+//! Reading entities: get, resolve, list (filters, each kind's listed details, from the
+//! derived rows only), full-text search, re-deriving the rows marked stale.
 
 use super::*;
 
