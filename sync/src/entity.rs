@@ -11,6 +11,7 @@ use std::{collections::BTreeMap, fmt, str::FromStr};
 
 use automerge::transaction::Transactable;
 use automerge::{AutoCommit, ObjType, ReadDoc, ScalarValue, Value, ROOT};
+use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
 
@@ -22,6 +23,10 @@ pub const MAX_NOTE_BYTES: usize = 1024 * 1024;
 
 /// Above this many characters (old plus new), a whole-text replacement is not diffed.
 const DIFF_LIMIT: usize = 64 * 1024;
+
+/// Characters of a skill's description that its listed row carries: a listing stays
+/// small whatever a description holds.
+pub const LISTED_DESCRIPTION_CHARS: usize = 300;
 
 /// A document id: 16 random bytes, written as 32 lowercase hex digits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -149,8 +154,51 @@ pub struct Derived {
     pub due: Option<String>,
     /// Parent task or project.
     pub parent: Option<DocId>,
+    /// What a listing shows besides the fields above.
+    pub details: Details,
     /// Text for full-text search (besides the title).
     pub body: String,
+}
+
+/// What a listing shows of an entity besides its title, project, status, due date and
+/// parent, by kind. Kept in the derived row (`entities.details`, JSON tagged with the
+/// kind) and read back with it, so a listing never loads a document.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Details {
+    /// Nothing more (projects, notes, placements).
+    #[default]
+    None,
+    /// A task's recurrence.
+    Task {
+        /// `3d`, `1w`…; set on a recurring task.
+        #[serde(default)]
+        interval: Option<String>,
+    },
+    /// How to reach a contact, where they work, how they are grouped.
+    Contact {
+        /// Email address.
+        #[serde(default)]
+        email: Option<String>,
+        /// Phone number.
+        #[serde(default)]
+        phone: Option<String>,
+        /// Company.
+        #[serde(default)]
+        company: Option<String>,
+        /// Job title (the row's `title` is the contact's name).
+        #[serde(default)]
+        job_title: Option<String>,
+        /// Tags.
+        #[serde(default)]
+        tags: Vec<String>,
+    },
+    /// What a skill is for.
+    Skill {
+        /// The description's first [`LISTED_DESCRIPTION_CHARS`] characters (cut with `…`).
+        #[serde(default)]
+        description: String,
+    },
 }
 
 /// A typed entity stored as one Automerge document.
@@ -790,6 +838,9 @@ impl Entity for Task {
             status: Some(self.status.as_str().to_string()),
             due: self.due.clone(),
             parent: self.parent,
+            details: Details::Task {
+                interval: self.interval.clone(),
+            },
             body: self.notes.clone(),
         }
     }
@@ -930,6 +981,13 @@ impl Entity for Contact {
         body.push_str(&self.notes);
         Derived {
             title: self.name.clone(),
+            details: Details::Contact {
+                email: self.email.clone(),
+                phone: self.phone.clone(),
+                company: self.company.clone(),
+                job_title: self.title.clone(),
+                tags: self.tags.clone(),
+            },
             body,
             ..Derived::default()
         }
@@ -1032,15 +1090,28 @@ impl Entity for Skill {
         Derived {
             project: self.project,
             title: self.name.clone(),
+            details: Details::Skill {
+                description: listed_description(&self.description),
+            },
             body: format!("{}\n{}", self.description, self.body),
             ..Derived::default()
         }
     }
 }
 
+/// The start of a skill's description that its listed row carries.
+fn listed_description(description: &str) -> String {
+    match description.char_indices().nth(LISTED_DESCRIPTION_CHARS) {
+        None => description.to_string(),
+        Some((end, _)) => format!("{}…", description[..end].trim_end()),
+    }
+}
+
 /// Changes to a skill.
 #[derive(Debug, Clone, Default)]
 pub struct SkillPatch {
+    /// Move to another project (`Some(None)`: available in every project).
+    pub project: Option<Option<DocId>>,
     /// New name.
     pub name: Option<String>,
     /// Description edit.
@@ -1053,6 +1124,9 @@ impl Patch for SkillPatch {
     type Entity = Skill;
     fn into_edits(self) -> Vec<FieldEdit> {
         let mut out = Vec::new();
+        if let Some(v) = self.project {
+            out.push(FieldEdit::Str("project", v.map(|p| p.to_string())));
+        }
         if let Some(v) = self.name {
             out.push(FieldEdit::Str("name", Some(v)));
         }

@@ -23,8 +23,8 @@ pub mod store;
 pub mod summary;
 
 pub use entity::{
-    Contact, ContactPatch, DocId, Entity, Kind, Note, NotePatch, Patch, Project, ProjectPatch,
-    Record, Skill, SkillPatch, Task, TaskPatch, TaskStatus, TextEdit, TextSplice,
+    Contact, ContactPatch, Details, DocId, Entity, Kind, Note, NotePatch, Patch, Project,
+    ProjectPatch, Record, Skill, SkillPatch, Task, TaskPatch, TaskStatus, TextEdit, TextSplice,
 };
 pub use error::{SessionError, StoreError};
 pub use placement::placement_id;

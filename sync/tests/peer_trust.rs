@@ -1,15 +1,15 @@
 //! Attacks from peers on the store, one test each, named after what it stops: scope
 //! escapes through snapshots and sync messages, renaming or moving a scope's root, forged
 //! placements (for the root, for a project outside, out of the scope, into a cycle, for
-//! another project), new top-level projects from a scoped device, bad and inflating
-//! snapshots, a database from a newer build.
+//! another project), new top-level projects from a scoped device, skills moved out of a
+//! scope, bad and inflating snapshots, a database from a newer build.
 
 use std::io::Write;
 
 use automerge::{sync, transaction::Transactable, ActorId, AutoCommit, ROOT};
 use hearth_protocol::{DocIndex, DocSnapshot};
 use hearth_sync::{
-    placement_id, DocId, DocumentStore, Kind, Note, Origin, PeerTag, Project, ProjectPatch,
+    placement_id, DocId, DocumentStore, Kind, Note, Origin, PeerTag, Project, ProjectPatch, Skill,
     StoreError,
 };
 
@@ -510,6 +510,44 @@ fn scoped_device_cannot_move_a_subproject_out_of_its_scope() {
         assert_eq!(parent_of(&hub, f.clients), Some(f.work));
     }
     assert!(scope_of(&hub, f.work).contains_project(&f.acme));
+}
+
+#[test]
+fn scoped_device_moves_a_skill_only_inside_its_scope() {
+    let (_dir, hub) = store();
+    let f = forest(&hub);
+    let skill = hub
+        .create_blocking(Skill {
+            project: Some(f.work),
+            name: "standup".into(),
+            ..Skill::default()
+        })
+        .expect("skill");
+    // What `SkillPatch { project }` writes on the device.
+    let moved = |to: Option<DocId>| {
+        let mut doc = AutoCommit::load(&bytes_of(&hub, skill.id)).expect("load");
+        match to {
+            Some(p) => doc.put(ROOT, "project", p.to_string()),
+            None => doc.put(ROOT, "project", automerge::ScalarValue::Null),
+        }
+        .expect("move");
+        doc.commit();
+        doc
+    };
+    let project = |hub: &DocumentStore| {
+        hub.get_blocking::<Skill>(skill.id)
+            .expect("skill")
+            .value
+            .project
+    };
+    // Shared by every project, or in a project outside the subtree: both leave the scope.
+    for outside in [None, Some(f.home), Some(f.loose)] {
+        let err = send_changes(&hub, skill.id, &mut moved(outside), f.work).expect_err("refused");
+        assert!(matches!(err, StoreError::OutOfScope { .. }), "{err}");
+        assert_eq!(project(&hub), Some(f.work));
+    }
+    send_changes(&hub, skill.id, &mut moved(Some(f.acme)), f.work).expect("inside");
+    assert_eq!(project(&hub), Some(f.acme));
 }
 
 /// A project as builds before placements wrote it, `parent` in its own document,

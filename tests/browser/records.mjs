@@ -1,10 +1,12 @@
 // records.mjs: the tasks, contacts, skills and projects pages on a real hub and node.
 // On the hub: projects are created, nested, renamed, refused a cycle, archived and
 // restored, and the hub's `general` refuses deletion, each refusal shown as words; a
-// task gets a subtask, a due date and a recurrence, and checking it moves its due date
-// on. With the hub stopped, the node's UI adds and edits a task, a contact with tags
-// and a skill whose Markdown previews; once the hub is back, its UI shows them, and a
-// task typed on the node appears there without a reload. Screenshots of every page,
+// task gets a subtask, a due date and a recurrence (the list says how it repeats), and
+// checking it moves its due date on; deleting a task takes its subtask. With the hub
+// stopped, the node's UI adds and edits a task, contacts filtered by tag, and a skill
+// whose Markdown previews, whose description shows in the list and which moves to a
+// project and back; once the hub is back, its UI shows them, and a task typed on the
+// node appears there without a reload. Screenshots of every page,
 // light and dark, wide and at a phone's width.
 
 import { config, launch, signIn, shot, control, assert, until, log, run } from './lib.mjs';
@@ -119,6 +121,7 @@ async function tasks(hub, { home }) {
     what: 'the recurrence is saved',
   });
   assert((await api(hub, 'GET', `/tasks/${id}`)).status === 'recurring', 'a repeating task is recurring');
+  await hub.waitForSelector(`[data-test=task-list] [data-id="${id}"] [data-test=task-repeat]`);
   await shot(hub, 'records-task-detail');
 
   await hub.locator(`[data-test=task-list] [data-id="${id}"] [data-test=task-done]`).first().check();
@@ -126,11 +129,34 @@ async function tasks(hub, { home }) {
     what: 'checking a recurring task moves its due date past today',
   });
   assert((await api(hub, 'GET', `/tasks/${id}`)).status === 'recurring', 'a recurring task stays open');
+  const repeat = await hub
+    .locator(`[data-test=task-list] [data-id="${id}"] [data-test=task-repeat]`)
+    .first()
+    .textContent();
+  assert(repeat === '↻ every 3 days', `the list says how a task repeats: ${repeat}`);
   await hub.fill('[data-test=task-search]', 'can');
   await until(async () => (await hub.locator('[data-test=task-list] [data-test=task-item]').count()) === 1, {
     what: 'search finds the subtask',
   });
   await hub.fill('[data-test=task-search]', '');
+
+  // Deleting a task deletes its subtasks with it.
+  await hub.fill('[data-test=task-quick-add]', 'Pack for the trip');
+  await hub.press('[data-test=task-quick-add]', 'Enter');
+  const trip = hub.locator('[data-test=task-item]', { hasText: 'Pack for the trip' });
+  await trip.waitFor();
+  const tripId = await trip.getAttribute('data-id');
+  await trip.locator('[data-test=task-add-subtask]').click();
+  await trip.locator('[data-test=task-subtask-input]').fill('Passport');
+  await trip.locator('[data-test=task-subtask-input]').press('Enter');
+  await hub.waitForSelector(`[data-test=task-item][data-parent="${tripId}"] >> text=Passport`);
+  const passport = await hub.getAttribute(`[data-test=task-item][data-parent="${tripId}"]`, 'data-id');
+  await settled(hub, () => trip.locator('[data-test=task-open]').first().click());
+  await hub.click('[data-test=task-detail] [data-test=delete]');
+  await hub.click('[data-test=task-detail] [data-test=delete-confirm]');
+  await hub.waitForSelector(`[data-test=task-item][data-id="${tripId}"]`, { state: 'detached' });
+  const gone = await hub.evaluate(async (p) => (await fetch(`/api/v1/tasks/${p}`)).status, passport);
+  assert(gone === 410, `the subtask went with its task: ${gone}`);
   log('tasks ok');
 }
 
@@ -163,6 +189,16 @@ async function offline(node) {
   await node.waitForSelector('[data-test=contact-tag][data-tag=friends]');
   await node.waitForSelector('[data-test=contact-tag-filter][data-tag=friends]');
   await shot(node, 'records-node-offline-contact');
+  await node.fill('[data-test=contact-quick-add]', 'Charles Babbage');
+  await node.press('[data-test=contact-quick-add]', 'Enter');
+  await node.waitForSelector('[data-test=contact-item] >> text=Charles Babbage');
+  await node.click('[data-test=contact-tag-filter][data-tag=friends]');
+  await until(async () => (await node.locator('[data-test=contact-item]').allTextContents()).length === 1, {
+    what: 'the tag filter keeps only the tagged contact',
+  });
+  const tagged = await node.locator('[data-test=contact-item]').textContent();
+  assert(/Ada Lovelace/.test(tagged) && /ada@example\.org/.test(tagged), `the filtered row shows the email: ${tagged}`);
+  await node.click('[data-test=contact-tag-filter][data-tag=""]');
 
   await go(node, 'skills');
   await node.waitForSelector('[data-test=skill-empty]');
@@ -175,6 +211,19 @@ async function offline(node) {
   assert((await node.locator('[data-test=skill-preview] script').count()) === 0, 'the preview never makes a script');
   await node.locator('[data-test=skill-body]').blur();
   await node.waitForSelector('[data-test=save-state][data-state=saved]');
+  await node.fill('[data-test=skill-description]', 'Look back at the week, then plan the next');
+  await node.locator('[data-test=skill-description]').blur();
+  await node.waitForSelector('[data-test=skill-list] .skill-desc >> text=Look back at the week');
+  const skillId = await node.getAttribute('[data-test=skill-detail]', 'data-id');
+  const home = (await api(node, 'GET', '/projects?limit=500')).data.find((p) => p.title === 'home');
+  await node.selectOption('[data-test=skill-project]', home.id);
+  await until(async () => (await api(node, 'GET', `/skills/${skillId}`)).project === home.id, {
+    what: 'the skill moves to a project',
+  });
+  await node.selectOption('[data-test=skill-project]', '');
+  await until(async () => (await api(node, 'GET', `/skills/${skillId}`)).project === null, {
+    what: 'the skill is for every project again',
+  });
   await shot(node, 'records-node-offline-skill');
   log('offline ok');
 }
@@ -224,10 +273,16 @@ run(async () => {
     await shot(back, `records-${page}-open`);
   }
   const phone = await signIn(browser, await control('hub-login'), { name: 'phone', width: 390, height: 844 });
+  // A list draws from its listed rows: it reads no task, contact or skill whole.
+  const wholeReads = [];
+  phone.on('request', (r) => {
+    if (/\/api\/v1\/(tasks|contacts|skills)\/[0-9a-f]{32}$/.test(new URL(r.url()).pathname)) wholeReads.push(r.url());
+  });
   for (const page of ['tasks', 'contacts', 'skills', 'projects']) {
     await go(phone, page);
     await shot(phone, `records-phone-${page}`);
   }
+  assert(wholeReads.length === 0, `the lists read records whole: ${wholeReads.join(' ')}`);
   for (const [name, page] of [
     ['hub', hub],
     ['node', node],

@@ -1,5 +1,6 @@
-//! `/contacts`: people (list, get, create, patch, text patch against heads, delete).
-//! Contacts belong to no project.
+//! `/contacts`: people (list, filtered by tag if asked, get, create, patch, text patch
+//! against heads, delete). Contacts belong to no project; a listed contact carries its
+//! email, phone, company, job title and tags.
 
 use std::collections::BTreeMap;
 
@@ -25,7 +26,7 @@ pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
             "List contacts",
             list_entities::<Contact>,
         )
-        .query(&["limit", "offset"])
+        .query(&["tag", "limit", "offset"])
         .route(Verb::Post, "/contacts", "Create a contact", create_contact)
         .route(
             Verb::Get,

@@ -7,8 +7,8 @@ use axum::{
     Json,
 };
 use hearth_sync::{
-    store::Listed, DocId, DocumentStore, Entity, Filter, Kind, StoreError, TextEdit, TextSplice,
-    Versioned,
+    store::Listed, Details, DocId, DocumentStore, Entity, Filter, Kind, StoreError, TextEdit,
+    TextSplice, Versioned,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -53,7 +53,9 @@ pub(crate) async fn read_live<E: Entity>(
     Ok(v)
 }
 
-/// A listed entity.
+/// A listed entity: the fields every kind lists, then its kind's own (a task's
+/// `interval`; a contact's `email`, `phone`, `company`, `job_title` and `tags`; a
+/// skill's `description`), all read from the derived row, no document loaded.
 #[derive(Debug, Serialize)]
 pub(crate) struct ListedDto {
     id: String,
@@ -65,6 +67,50 @@ pub(crate) struct ListedDto {
     parent: Option<String>,
     deleted: bool,
     updated_at: i64,
+    #[serde(flatten)]
+    details: Option<DetailsDto>,
+}
+
+/// The fields of one kind of listed row.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum DetailsDto {
+    /// A task's recurrence (`null` unless it repeats).
+    Task { interval: Option<String> },
+    /// How to reach a contact, where they work (`job_title`: the row's `title` is the
+    /// name), their tags.
+    Contact {
+        email: Option<String>,
+        phone: Option<String>,
+        company: Option<String>,
+        job_title: Option<String>,
+        tags: Vec<String>,
+    },
+    /// A skill's description (its first 300 characters).
+    Skill { description: String },
+}
+
+impl DetailsDto {
+    fn of(d: Details) -> Option<Self> {
+        match d {
+            Details::Task { interval } => Some(Self::Task { interval }),
+            Details::Contact {
+                email,
+                phone,
+                company,
+                job_title,
+                tags,
+            } => Some(Self::Contact {
+                email,
+                phone,
+                company,
+                job_title,
+                tags,
+            }),
+            Details::Skill { description } => Some(Self::Skill { description }),
+            Details::None => None,
+        }
+    }
 }
 
 impl From<Listed> for ListedDto {
@@ -79,16 +125,19 @@ impl From<Listed> for ListedDto {
             parent: l.parent.map(|p| p.to_string()),
             deleted: l.deleted,
             updated_at: l.updated_at,
+            details: DetailsDto::of(l.details),
         }
     }
 }
 
-/// Query of list endpoints: `project`, `status`, `parent`, `limit`, `offset`.
+/// Query of list endpoints: `project`, `status`, `parent`, `tag` (contacts only),
+/// `limit`, `offset`.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct ListQuery {
     pub(crate) project: Option<String>,
     pub(crate) status: Option<String>,
     pub(crate) parent: Option<String>,
+    pub(crate) tag: Option<String>,
     pub(crate) limit: Option<u32>,
     pub(crate) offset: Option<u32>,
 }
@@ -106,10 +155,16 @@ pub(crate) async fn list(
         offset: q.offset,
     }
     .bounds()?;
+    if q.tag.is_some() && kind != Kind::Contact {
+        return Err(ApiError::bad_request(format!(
+            "only contacts have tags: a {kind} listing takes no tag"
+        )));
+    }
     let filter = Filter {
         project: parse_opt_id(&q.project)?,
         parent: parse_opt_id(&q.parent)?,
         status: q.status,
+        tag: q.tag,
         limit,
         offset,
         ..Filter::new(kind)

@@ -1,5 +1,7 @@
 //! `/skills`: reusable instructions for the agent (list, get, create, patch, text patch
-//! against heads, delete). A skill without a project is available in every project.
+//! against heads, delete). A skill without a project is available in every project;
+//! `PATCH` moves a skill to a project or, with `"project": null`, to every project. A
+//! listed skill carries its description.
 
 use axum::{
     extract::{Path, State},
@@ -81,9 +83,12 @@ pub(crate) struct NewSkillDto {
     body: String,
 }
 
-/// Body of `PATCH /skills/{id}`.
+/// Body of `PATCH /skills/{id}`; `"project": null` makes the skill available in every
+/// project.
 #[derive(Debug, Deserialize)]
 pub(crate) struct SkillPatchDto {
+    #[serde(default, deserialize_with = "double_option")]
+    project: Option<Option<String>>,
     name: Option<String>,
     description: Option<TextEditDto>,
     body: Option<TextEditDto>,
@@ -109,6 +114,7 @@ async fn patch_skill(
 ) -> JsonResult<SkillDto> {
     let id = parse_id(&id)?;
     let patch = SkillPatch {
+        project: parse_double_id(b.project)?,
         name: b.name,
         description: b.description.map(Into::into),
         body: b.body.map(Into::into),

@@ -1,5 +1,5 @@
 //! `/tasks`: tasks and subtasks (list, get, create, patch, text patch against heads,
-//! delete).
+//! delete with its subtasks). A listed task carries its `interval`.
 
 use axum::{
     extract::{Path, State},
@@ -36,8 +36,8 @@ pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
         .route(
             Verb::Delete,
             "/tasks/{id}",
-            "Delete a task",
-            delete_entity::<Task>,
+            "Delete a task and its subtasks",
+            delete_task,
         )
 }
 
@@ -139,4 +139,14 @@ async fn patch_task(
         interval: b.interval,
     };
     patch_entity(&store, id, patch).await
+}
+
+/// Deletes the task and its subtasks in one store transaction, so none is left naming a
+/// deleted parent.
+async fn delete_task(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    store.delete_task_tree(parse_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -3,8 +3,9 @@
 //! Owns the database file. Each document is stored as a compacted snapshot plus
 //! appended incremental chunks (`documents`, `chunks`); its heads, heads digest and the
 //! XOR digest of its bucket are updated in the same transaction as the chunk, and so are
-//! the derived `entities` row and the FTS5 `search` row. Every committed change is then
-//! announced on a broadcast feed ([`DocChange`]).
+//! the derived `entities` row (what listings show, each kind's listed details included)
+//! and the FTS5 `search` row. Every committed change is then announced on a broadcast
+//! feed ([`DocChange`]). Rows a migration marks stale are re-derived when the store opens.
 //!
 //! Several processes may write one database (the node daemon and `hearth note edit`):
 //! every write runs in `BEGIN IMMEDIATE`, each document row carries a version that the
@@ -90,7 +91,7 @@ use write::*;
 use crate::{
     entity::{
         apply_edit, derive_any, now_ms, read_bool, read_i64, read_str, validate_slug, write_header,
-        Derived, DocId, Entity, Kind, Patch, Record,
+        Derived, Details, DocId, Entity, Kind, Patch, Record,
     },
     error::StoreError,
     placement::PLACEMENT_KIND,
@@ -159,6 +160,8 @@ pub struct Filter {
     pub status: Option<String>,
     /// Only children of this parent.
     pub parent: Option<DocId>,
+    /// Only contacts with this tag.
+    pub tag: Option<String>,
     /// Include tombstones.
     pub include_deleted: bool,
     /// Page size.
@@ -175,6 +178,7 @@ impl Filter {
             project: None,
             status: None,
             parent: None,
+            tag: None,
             include_deleted: false,
             limit: 100,
             offset: 0,
@@ -199,6 +203,8 @@ pub struct Listed {
     pub due: Option<String>,
     /// Parent.
     pub parent: Option<DocId>,
+    /// What the listing shows of this kind besides the fields above.
+    pub details: Details,
     /// Tombstone.
     pub deleted: bool,
     /// Last update, ms.
@@ -310,6 +316,7 @@ impl DocumentStore {
             }),
         };
         store.place_legacy_projects()?;
+        store.rederive_stale()?;
         Ok(store)
     }
 

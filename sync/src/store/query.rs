@@ -1,4 +1,5 @@
-//! Reading entities: get, resolve, list, full-text search, lazy indexing.
+//! Reading entities: get, resolve, list (filters, each kind's listed details, from the
+//! derived rows only), full-text search, re-deriving the rows marked stale.
 
 use super::*;
 
@@ -14,11 +15,13 @@ pub(super) fn listed_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Listed>
         parent: opt_id(r.get(6)?),
         deleted: r.get(7)?,
         updated_at: r.get(8)?,
+        details: details_from_sql(r.get(9)?),
     })
 }
 
-pub(super) const LISTED_COLUMNS: &str =
-    "e.id, e.kind, e.title, e.project, e.status, e.due, e.parent, e.deleted, e.updated_at";
+/// The columns [`listed_from_row`] reads, in its order.
+pub(super) const LISTED_COLUMNS: &str = "e.id, e.kind, e.title, e.project, e.status, e.due, \
+     e.parent, e.deleted, e.updated_at, e.details";
 
 /// Quotes every word of a user's query so FTS5 syntax in it is taken literally.
 pub(super) fn fts_query(query: &str) -> Option<String> {
@@ -164,15 +167,19 @@ impl DocumentStore {
         // Documents received whole are shown once verified; finish that first.
         self.verify_all_pending_blocking()?;
         let inner = self.lock();
+        // A tag is looked up in the row's listed details: no document is loaded.
         let where_sql = "WHERE e.kind = ?1 AND (?2 OR e.deleted = 0)
             AND (?3 IS NULL OR e.project = ?3) AND (?4 IS NULL OR e.status = ?4)
-            AND (?5 IS NULL OR e.parent = ?5)";
+            AND (?5 IS NULL OR e.parent = ?5)
+            AND (?6 IS NULL OR EXISTS (
+                SELECT 1 FROM json_each(e.details, '$.tags') t WHERE t.value = ?6))";
         let args = params![
             f.kind.as_str(),
             f.include_deleted,
             f.project.map(|p| p.to_string()),
             f.status,
             f.parent.map(|p| p.to_string()),
+            f.tag,
         ];
         let total: i64 = inner.conn.query_row(
             &format!("SELECT count(*) FROM entities e {where_sql}"),
@@ -181,7 +188,7 @@ impl DocumentStore {
         )?;
         let mut stmt = inner.conn.prepare_cached(&format!(
             "SELECT {LISTED_COLUMNS} FROM entities e {where_sql}
-             ORDER BY e.updated_at DESC, e.id LIMIT ?6 OFFSET ?7"
+             ORDER BY e.updated_at DESC, e.id LIMIT ?7 OFFSET ?8"
         ))?;
         let data = stmt
             .query_map(
@@ -191,6 +198,7 @@ impl DocumentStore {
                     f.project.map(|p| p.to_string()),
                     f.status,
                     f.parent.map(|p| p.to_string()),
+                    f.tag,
                     f.limit,
                     f.offset,
                 ],
@@ -241,14 +249,17 @@ impl DocumentStore {
             .query_map(params![q, kind.map(|k| k.as_str()), limit], |r| {
                 Ok(SearchHit {
                     entity: listed_from_row(r)?,
-                    snippet: r.get(9)?,
+                    snippet: r.get(10)?,
                 })
             })?
             .collect::<Result<_, _>>()?;
         Ok(hits)
     }
 
-    /// Fills the search index for up to `limit` documents received whole; returns how many.
+    /// Re-derives from their documents up to `limit` rows marked stale (`indexed = 0`:
+    /// rows a migration marked, or an older build left without a search row): the
+    /// derived row and the search row. Returns how many rows it looked at. A document
+    /// that cannot be loaded keeps the row it has (logged), so no pass stops on it.
     pub fn index_pending_blocking(&self, limit: u32) -> Result<usize, StoreError> {
         let mut inner = self.lock();
         let Inner { conn, cache } = &mut *inner;
@@ -262,29 +273,55 @@ impl DocumentStore {
             ids
         };
         for id in &ids {
-            let Some(row) = doc_row(&tx, id)? else {
-                continue;
-            };
-            // Load without caching: a bulk index pass must not evict hot documents.
-            let fresh = match cache.peek(id) {
-                Some(c) if c.version == row.version => None,
-                _ => Some(load_fresh(&tx, id, &row)?),
-            };
-            let doc = match &fresh {
-                Some(c) => &c.doc,
-                None => {
-                    &cache
-                        .peek(id)
-                        .ok_or_else(|| StoreError::Task("cache race".into()))?
-                        .doc
+            if let Some(row) = doc_row(&tx, id)? {
+                match cache.peek(id) {
+                    Some(c) if c.version == row.version => index_doc(&tx, id, &row.kind, &c.doc)?,
+                    // Load without caching: a bulk pass must not evict hot documents.
+                    _ => match load_fresh(&tx, id, &row) {
+                        Ok(loaded) => index_doc(&tx, id, &row.kind, &loaded.doc)?,
+                        Err(e) if e.is_document_fault() => {
+                            tracing::warn!(%id, error = %e, "cannot load a document to re-derive its row");
+                        }
+                        Err(e) => return Err(e),
+                    },
                 }
-            };
-            index_doc(&tx, id, &row.kind, doc)?;
+            }
+            // Looked at: a row that cannot be re-derived keeps what it has, and no later
+            // pass stops on it.
+            tx.execute("UPDATE entities SET indexed = 1 WHERE id = ?1", [&id.0[..]])?;
         }
         tx.commit()?;
         Ok(ids.len())
     }
+
+    /// Re-derives every row marked stale, [`REDERIVE_BATCH`] documents per transaction
+    /// (each loaded and dropped, never cached), so that listings, which never load a
+    /// document, find every row complete: migration 5 marks the tasks, contacts and
+    /// skills written before rows carried their listed details. Runs when the store
+    /// opens; finds nothing to do once done. Returns how many rows it re-derived.
+    pub(super) fn rederive_stale(&self) -> Result<usize, StoreError> {
+        let started = std::time::Instant::now();
+        let mut total = 0;
+        loop {
+            let n = self.index_pending_blocking(REDERIVE_BATCH)?;
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        if total > 0 {
+            tracing::info!(
+                documents = total,
+                ms = started.elapsed().as_millis() as u64,
+                "re-derived the listed rows of documents written by an older build"
+            );
+        }
+        Ok(total)
+    }
 }
+
+/// Documents re-derived per transaction by [`DocumentStore::rederive_stale`].
+const REDERIVE_BATCH: u32 = 256;
 
 /// The record a document holds; `placed` (a project's placement's parent) replaces the
 /// parent its own document may still name.

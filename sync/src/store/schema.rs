@@ -76,6 +76,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
         one INTEGER PRIMARY KEY CHECK (one = 0),
         root BLOB NOT NULL
     );",
+    // 5: what a listing shows of a task, contact or skill besides its title (`Details`,
+    // JSON). The rows written before it are marked for re-deriving from their documents
+    // (`indexed = 0`), which the store does when it opens (`rederive_stale`), in batches.
+    "ALTER TABLE entities ADD COLUMN details TEXT;
+    UPDATE entities SET indexed = 0 WHERE kind IN ('task', 'contact', 'skill');",
 ];
 
 /// How hard a commit must reach the disk.
@@ -161,6 +166,23 @@ pub(super) fn id_from_sql(bytes: Vec<u8>) -> rusqlite::Result<DocId> {
 
 pub(super) fn opt_id(s: Option<String>) -> Option<DocId> {
     s.and_then(|s| s.parse().ok())
+}
+
+/// The `details` column of derived row `d`: `NULL` for kinds that list nothing more.
+pub(super) fn details_to_sql(d: &Details) -> Result<Option<String>, StoreError> {
+    match d {
+        Details::None => Ok(None),
+        d => serde_json::to_string(d)
+            .map(Some)
+            .map_err(|e| StoreError::Task(format!("cannot encode listed details: {e}"))),
+    }
+}
+
+/// The listed details of a row; a column this build cannot read lists nothing more
+/// (derived data: the next write of the document writes it again).
+pub(super) fn details_from_sql(json: Option<String>) -> Details {
+    json.and_then(|j| serde_json::from_str(&j).ok())
+        .unwrap_or_default()
 }
 
 pub(super) fn digest_from_sql(bytes: Vec<u8>) -> Digest {

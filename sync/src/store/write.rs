@@ -58,12 +58,13 @@ pub(super) fn write_index(
         d.parent
     };
     let rowid: i64 = tx.query_row(
-        "INSERT INTO entities (id, kind, project, title, status, due, parent, deleted, created_at, updated_at, indexed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+        "INSERT INTO entities (id, kind, project, title, status, due, parent, deleted, created_at,
+           updated_at, indexed, details)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
          ON CONFLICT(id) DO UPDATE SET kind = excluded.kind, project = excluded.project,
            title = excluded.title, status = excluded.status, due = excluded.due,
            parent = excluded.parent, deleted = excluded.deleted, created_at = excluded.created_at,
-           updated_at = excluded.updated_at, indexed = excluded.indexed
+           updated_at = excluded.updated_at, indexed = excluded.indexed, details = excluded.details
          RETURNING rowid",
         params![
             &id.0[..],
@@ -77,6 +78,7 @@ pub(super) fn write_index(
             row.created_at,
             row.updated_at,
             row.body.is_some(),
+            details_to_sql(&d.details)?,
         ],
         |r| r.get(0),
     )?;
@@ -406,18 +408,7 @@ impl DocumentStore {
         let writer = self.shared.writer;
         let mut inner = self.lock();
         let result = inner.write(writer, Durability::Full, &id, |_, stored, doc| {
-            if stored != kind.as_str() {
-                return Err(StoreError::WrongKind {
-                    id,
-                    expected: kind,
-                    found: stored.to_string(),
-                });
-            }
-            if !read_bool(doc, "deleted") {
-                doc.put(ROOT, "deleted", true)?;
-                doc.put(ROOT, "updated_at", ScalarValue::Timestamp(now_ms()))?;
-            }
-            Ok(())
+            tombstone(id, kind, stored, doc)
         })?;
         drop(inner);
         match result {
@@ -432,6 +423,87 @@ impl DocumentStore {
                 Ok(())
             }
         }
+    }
+}
+
+/// Tombstones document `doc` of stored kind `stored`, which must be `kind`; a tombstone
+/// stays as it is.
+fn tombstone(id: DocId, kind: Kind, stored: &str, doc: &mut AutoCommit) -> Result<(), StoreError> {
+    if stored != kind.as_str() {
+        return Err(StoreError::WrongKind {
+            id,
+            expected: kind,
+            found: stored.to_string(),
+        });
+    }
+    if !read_bool(doc, "deleted") {
+        doc.put(ROOT, "deleted", true)?;
+        doc.put(ROOT, "updated_at", ScalarValue::Timestamp(now_ms()))?;
+    }
+    Ok(())
+}
+
+impl DocumentStore {
+    /// Deletes task `id` and its subtasks, theirs too, in one transaction: no subtask is
+    /// left naming a deleted parent. Idempotent (a deleted task's live subtasks still
+    /// go). Returns how many tasks it tombstoned. Subtasks are found from the derived
+    /// rows (`parent`), so only the tasks tombstoned are loaded.
+    pub async fn delete_task_tree(&self, id: DocId) -> Result<usize, StoreError> {
+        self.blocking(move |s| s.delete_task_tree_blocking(id))
+            .await
+    }
+
+    /// [`Self::delete_task_tree`] for synchronous callers.
+    pub fn delete_task_tree_blocking(&self, id: DocId) -> Result<usize, StoreError> {
+        let writer = self.shared.writer;
+        let mut inner = self.lock();
+        let Inner { conn, cache } = &mut *inner;
+        let tx = begin(conn, Durability::Full)?;
+        let mut todo = vec![id];
+        let mut seen = HashSet::new();
+        let mut written = Vec::new();
+        while let Some(task) = todo.pop() {
+            // Parents come from peers too: a loop among them must not spin.
+            if !seen.insert(task) {
+                continue;
+            }
+            let Some(w) = write_in(&tx, cache, writer, &task, |_, stored, doc| {
+                tombstone(task, Kind::Task, stored, doc)
+            })?
+            else {
+                return Err(StoreError::NotFound {
+                    kind: Kind::Task.as_str(),
+                    id: task.to_string(),
+                });
+            };
+            written.push((task, w));
+            let mut stmt = tx.prepare_cached(
+                "SELECT id FROM entities WHERE kind = 'task' AND parent = ?1 AND deleted = 0",
+            )?;
+            let children = stmt
+                .query_map([task.to_string()], |r| id_from_sql(r.get(0)?))?
+                .collect::<Result<Vec<_>, _>>()?;
+            todo.extend(children);
+        }
+        let changed: Vec<DocId> = written
+            .iter()
+            .filter(|(_, w)| w.changed)
+            .map(|(id, _)| *id)
+            .collect();
+        if changed.is_empty() {
+            // Nothing was written: dropping the transaction ends it.
+            drop(tx);
+        } else {
+            tx.commit()?;
+        }
+        for (task, w) in written {
+            cache.put(task, w.entry);
+        }
+        drop(inner);
+        for task in &changed {
+            self.announce(*task, Origin::Local);
+        }
+        Ok(changed.len())
     }
 }
 

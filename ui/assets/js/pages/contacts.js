@@ -2,10 +2,9 @@
 // filter, quick add by name, and at `#/contacts/<id>` the contact's editor (name,
 // email, phone, company, job title, website, address, tags as chips, notes) and delete.
 //
-// Owns: the contact list's tag filter. The listing answers names only, so the page
-// reads each contact once for its email and tags (records/common.js detailCache),
-// reading again only those whose `updated_at` changed. Must never show a detail older
-// than the listing it came with, nor build markup from strings.
+// Owns: the contact list's tag filter, drawn from the listed rows (each carries the
+// contact's email, phone, company, job title and tags), so the list reads no contact
+// whole. Must never build markup from strings.
 //
 // data-test: "contact-quick-add", "contact-search", "contact-tags" (the filter),
 // "contact-tag-filter" (a tag button, data-tag; aria-pressed), "contact-list",
@@ -21,7 +20,6 @@ import {
   arrowNav,
   chipEditor,
   deleteButton,
-  detailCache,
   errorBox,
   errorText,
   fetchAll,
@@ -34,8 +32,6 @@ import {
 import { recordEditor } from '../records/editor.js';
 import { saveState, splitView } from '../records/split.js';
 
-/** Contact details by id, checked against each fresh listing. */
-const details = detailCache('/contacts');
 const view = { query: '', tag: null };
 
 const count = (n) => (n === 1 ? '1 person' : `${n} people`);
@@ -115,7 +111,6 @@ function listPane(pane, ctx, openId) {
     let hits = null;
     try {
       rows = await fetchAll('/contacts');
-      await details.refresh(rows);
       if (view.query)
         hits = new Map(
           (await api.get('/search', { q: view.query, kind: 'contact', limit: 200 })).map((x) => [x.id, x]),
@@ -125,7 +120,7 @@ function listPane(pane, ctx, openId) {
       return;
     }
     if (mine !== token) return;
-    const people = rows.map((r) => details.get(r.id) ?? { id: r.id, name: r.title, tags: [] });
+    const people = rows.map((r) => ({ ...r, name: r.title, tags: r.tags ?? [] }));
     drawTags(people);
     let shown = people;
     if (view.tag) shown = shown.filter((c) => c.tags.includes(view.tag));
@@ -161,7 +156,7 @@ function listPane(pane, ctx, openId) {
   }
 
   function row(c, hit) {
-    const meta = [c.email, c.phone, [c.title, c.company].filter(Boolean).join(', ')].filter(Boolean).join(' · ');
+    const meta = [c.email, c.phone, [c.job_title, c.company].filter(Boolean).join(', ')].filter(Boolean).join(' · ');
     return h(
       'li',
       { class: c.id === openId ? 'active' : null, 'data-test': 'contact-item', dataset: { id: c.id, navRow: '' } },

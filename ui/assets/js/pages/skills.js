@@ -1,7 +1,8 @@
 // pages/skills.js: the Skills page: the instructions the agent can load, those of the
-// chosen project and those for every project (all when none is chosen), with search,
-// quick add, and at `#/skills/<id>` the skill's editor (name, description, the
-// Markdown body beside its rendered preview) and delete.
+// chosen project and those for every project (all when none is chosen), each with its
+// description (from the listed rows), with search, quick add, and at `#/skills/<id>`
+// the skill's editor (name, description, where it is available: every project or one,
+// the Markdown body beside its rendered preview) and delete.
 //
 // Owns: which skills a project sees (its own and the ones without a project) and the
 // body's preview. Must never render the body other than through markdown.js `render()`
@@ -17,10 +18,10 @@
 import * as api from '../api.js';
 import { h, replace, debounce } from '../dom.js';
 import { render } from '../markdown.js';
+import { flatTree } from '../projects.js';
 import {
   arrowNav,
   deleteButton,
-  detailCache,
   errorBox,
   errorText,
   fetchAll,
@@ -34,8 +35,6 @@ import {
 import { recordEditor } from '../records/editor.js';
 import { saveState, splitView } from '../records/split.js';
 
-/** Skill details (for descriptions) by id, checked against each fresh listing. */
-const details = detailCache('/skills');
 const view = { query: '' };
 
 const scopeText = (ctx, project) => (project ? `Only in ${projectLabel(ctx.projects, project)}` : 'In every project');
@@ -109,7 +108,6 @@ function listPane(pane, ctx, openId) {
     try {
       rows = await fetchAll('/skills');
       if (ctx.project) rows = rows.filter((r) => !r.project || r.project === ctx.project);
-      await details.refresh(rows);
       if (view.query)
         hits = new Map((await api.get('/search', { q: view.query, kind: 'skill', limit: 200 })).map((x) => [x.id, x]));
     } catch (e) {
@@ -134,7 +132,6 @@ function listPane(pane, ctx, openId) {
           'ul',
           { class: 'list skill-list', 'data-test': 'skill-list' },
           shown.map((r) => {
-            const d = details.get(r.id);
             const hit = hits?.get(r.id)?.snippet;
             return h(
               'li',
@@ -148,7 +145,7 @@ function listPane(pane, ctx, openId) {
                 { class: 'skill-name', href: `#/skills/${encodeURIComponent(r.id)}`, 'data-test': 'skill-open' },
                 r.title,
               ),
-              d?.description ? h('div', { class: 'skill-desc' }, d.description) : null,
+              r.description ? h('div', { class: 'skill-desc' }, r.description) : null,
               hit ? h('div', { class: 'skill-desc' }, snippet(hit)) : null,
               h('div', { class: 'meta' }, scopeText(ctx, r.project)),
             );
@@ -192,16 +189,36 @@ async function detailPane(pane, ctx, id) {
     role: 'region',
     tabindex: '0',
   });
-  const scope = h('span', { 'data-test': 'skill-project' });
   const editor = recordEditor({
     path: `/skills/${encodeURIComponent(id)}`,
     record: skill,
     onState: state.show,
-    onRecord: (s) => {
-      drawPreview();
-      scope.textContent = scopeText(ctx, s.project);
+    onRecord: () => drawPreview(),
+  });
+  const scope = h('select', {
+    'aria-label': 'Available in',
+    'data-test': 'skill-project',
+    onchange: async () => {
+      try {
+        await editor.set({ project: scope.value || null });
+      } catch {
+        // The save state says why; show where the skill still is.
+        editor.reread();
+      }
     },
   });
+  const drawScope = (p) => {
+    replace(
+      scope,
+      h('option', { value: '' }, 'Every project'),
+      flatTree(ctx.projects).map(({ project: pr, depth }) =>
+        h('option', { value: pr.id }, '\u00a0\u00a0'.repeat(depth) + pr.name),
+      ),
+      p && !ctx.projects.some((x) => x.id === p) ? h('option', { value: p }, projectLabel(ctx.projects, p)) : null,
+    );
+    scope.value = p ?? '';
+  };
+  editor.scalar('project', scope, drawScope);
 
   const name = h('input', {
     type: 'text',
@@ -245,7 +262,6 @@ async function detailPane(pane, ctx, id) {
   const drawPreview = () =>
     replace(preview, body.value.trim() ? render(body.value) : h('p', { class: 'muted' }, 'The preview shows here.'));
   body.addEventListener('input', debounce(drawPreview, 120));
-  scope.textContent = scopeText(ctx, skill.project);
 
   const wrap = h('div', { class: 'skill-body-wrap', dataset: { show: 'edit' } }, body, preview);
   const tabs = h('div', { class: 'segmented skill-tabs', role: 'group', 'aria-label': 'Show' });
@@ -294,7 +310,7 @@ async function detailPane(pane, ctx, id) {
       h('div', { class: 'rec-status-line' }, state),
       props([
         ['Description', description],
-        ['Available', scope],
+        ['Available in', scope],
       ]),
       h('div', { class: 'rec-head' }, h('h2', null, 'Instructions'), tabs),
       wrap,
@@ -336,7 +352,7 @@ async function detailPane(pane, ctx, id) {
       );
     }
   });
-  ctx.on('projects', () => (scope.textContent = scopeText(ctx, editor.record.project)));
+  ctx.on('projects', () => drawScope(editor.record.project));
   return () => editor.close();
 }
 

@@ -3,9 +3,10 @@
 // quick add and done checkboxes; at `#/tasks/<id>` the task's editor
 // (records/task-detail.js) opens beside the list.
 //
-// Owns: how tasks are ordered and filtered on screen. Must never keep tasks between
-// visits (it fetches what it shows, again on every live change) nor build markup from
-// strings.
+// Owns: how tasks are ordered and filtered on screen, and the open subtask forms (with
+// what is typed in them) across the redraw of a live change. Must never keep tasks
+// between visits (it fetches what it shows, again on every live change) nor build
+// markup from strings.
 //
 // data-test: "task-quick-add", "task-search", "task-filter-open", "task-filter-done",
 // "task-filter-cancelled", "task-filter-all", "task-list", "task-item" (data-id,
@@ -28,7 +29,7 @@ import {
 import { isOverdue } from '../records/dates.js';
 import { splitView } from '../records/split.js';
 import { taskDetail } from '../records/task-detail.js';
-import { bySteps, doneBox, dueLabel, isOpen } from '../records/task-common.js';
+import { bySteps, doneBox, dueLabel, isOpen, repeatLabel } from '../records/task-common.js';
 
 const FILTERS = [
   ['open', 'Open', (s) => s === 'incomplete' || s === 'recurring'],
@@ -120,6 +121,10 @@ function listPane(pane, ctx, openId) {
 
   let head = pageHead('Tasks', ctx.project ? projectLabel(ctx.projects, ctx.project) : 'All projects');
   replace(pane, head, quick, quickErr, h('div', { class: 'toolbar' }, search, filterBar), listBox);
+
+  // Subtask forms open across redraws (a live change redraws the list), with what was
+  // typed in them, by parent id.
+  const drafts = new Map();
 
   let token = 0;
   async function load() {
@@ -254,6 +259,7 @@ function listPane(pane, ctx, openId) {
               'data-test': 'task-add-subtask',
               onclick: () => {
                 subForm.hidden = false;
+                if (!drafts.has(t.id)) drafts.set(t.id, '');
                 subForm.querySelector('input').focus();
               },
             },
@@ -262,12 +268,15 @@ function listPane(pane, ctx, openId) {
         : null;
     const subInput = h('input', {
       type: 'text',
+      value: drafts.get(t.id) ?? '',
+      oninput: () => drafts.set(t.id, subInput.value),
       placeholder: 'Subtask, then Enter',
       'aria-label': `New subtask of ${t.title}`,
       'data-test': 'task-subtask-input',
       enterkeyhint: 'done',
       onkeydown: async (e) => {
         if (e.key === 'Escape') {
+          drafts.delete(t.id);
           subForm.hidden = true;
           addSub?.focus();
           return;
@@ -279,17 +288,16 @@ function listPane(pane, ctx, openId) {
         try {
           await api.post('/tasks', { name, parent: t.id, project: t.project });
           subInput.value = '';
+          drafts.set(t.id, '');
           await load();
         } catch (err) {
           ctx.toast(`Subtask not added: ${errorText(err)}`, 'error');
         }
       },
     });
-    const subForm = h('div', { class: 'task-sub-add', hidden: true }, subInput);
+    const subForm = h('div', { class: 'task-sub-add', hidden: !drafts.has(t.id) }, subInput);
     const meta = [
-      t.status === 'recurring'
-        ? h('span', { class: 'task-repeat', title: 'Repeats', 'data-test': 'task-repeat' }, '↻')
-        : null,
+      repeatLabel(t),
       dueLabel(t.due, t.status),
       progress ? h('span', { class: 'muted', title: 'Subtasks done' }, progress) : null,
       t.status === 'cancelled' ? h('span', { class: 'muted' }, 'cancelled') : null,

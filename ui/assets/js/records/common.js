@@ -22,29 +22,6 @@ export async function fetchAll(path, query = {}) {
   }
 }
 
-/**
- * Records read whole for what their listing lacks (a contact's tags, a skill's
- * description), by id. `refresh(rows)` reads again only the rows whose `updated_at`
- * differs from the copy held, 8 at a time, and forgets the ones no longer listed.
- */
-export function detailCache(path) {
-  const held = new Map();
-  return {
-    get: (id) => held.get(id),
-    async refresh(rows) {
-      const stale = rows.filter((r) => held.get(r.id)?.updated_at !== r.updated_at);
-      for (let i = 0; i < stale.length; i += 8) {
-        const got = await Promise.allSettled(
-          stale.slice(i, i + 8).map((r) => api.get(`${path}/${encodeURIComponent(r.id)}`)),
-        );
-        for (const g of got) if (g.status === 'fulfilled') held.set(g.value.id, g.value);
-      }
-      const live = new Set(rows.map((r) => r.id));
-      for (const id of held.keys()) if (!live.has(id)) held.delete(id);
-    },
-  };
-}
-
 /** An API error as a sentence a person can act on. */
 export function errorText(e) {
   if (!e) return '';

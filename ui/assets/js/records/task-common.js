@@ -1,11 +1,14 @@
 // records/task-common.js: what the task list (pages/tasks.js) and the task editor
-// (records/task-detail.js) both draw: the done checkbox, the due date label, and the
-// order of subtasks.
+// (records/task-detail.js) both draw: the done checkbox, the due date and recurrence
+// labels, and the order of subtasks.
 //
 // Owns: what "done" means for a recurring task (its due date moves on by its interval
-// and it stays open). Must never hold a task: each check reads the task afresh.
+// and it stays open), decided from the task as the page last read it (a listed row
+// carries its interval; the page reads it again on every live change). Must never keep
+// a task past the draw it came with.
 //
-// data-test: "task-done" (the checkbox), "task-due" (class "overdue" when late).
+// data-test: "task-done" (the checkbox), "task-due" (class "overdue" when late),
+// "task-repeat".
 
 import * as api from '../api.js';
 import { h } from '../dom.js';
@@ -24,18 +27,19 @@ export function bySteps(a, b) {
 }
 
 /**
- * Marks a task done or not. A recurring task is never "done": its due date moves on by
- * its interval. Answers a message for a toast, or null.
+ * Marks `task` (a listed row or the task read whole) done or not. A recurring task is
+ * never "done": its due date moves on by its interval. Answers a message for a toast, or
+ * null.
  */
-async function setDone(id, done) {
-  const task = await api.get(`/tasks/${id}`);
+async function setDone(task, done) {
+  const path = `/tasks/${encodeURIComponent(task.id)}`;
   if (done && task.status === 'recurring' && task.interval) {
     const due = nextDue(task.due, task.interval);
-    await api.patch(`/tasks/${id}`, { due });
-    return `“${task.name}” repeats ${intervalText(task.interval)}: next due ${formatDue(due)}.`;
+    await api.patch(path, { due });
+    return `“${task.title ?? task.name}” repeats ${intervalText(task.interval)}: next due ${formatDue(due)}.`;
   }
   const status = done ? 'complete' : task.interval ? 'recurring' : 'incomplete';
-  await api.patch(`/tasks/${id}`, { status });
+  await api.patch(path, { status });
   return null;
 }
 
@@ -53,7 +57,7 @@ export function doneBox(task, ctx, after) {
       box.disabled = true;
       box.closest('[data-test=task-item]')?.classList.toggle('is-done', box.checked);
       try {
-        const note = await setDone(task.id, box.checked);
+        const note = await setDone(task, box.checked);
         if (note) ctx.toast(note, 'ok');
       } catch (e) {
         box.checked = !box.checked;
@@ -65,6 +69,17 @@ export function doneBox(task, ctx, after) {
     },
   });
   return box;
+}
+
+/** "↻ every 3 days" for a repeating task, or null. */
+export function repeatLabel(task) {
+  if (task.status !== 'recurring') return null;
+  const every = intervalText(task.interval);
+  return h(
+    'span',
+    { class: 'task-repeat', title: every ? `Repeats ${every}` : 'Repeats', 'data-test': 'task-repeat' },
+    every ? `↻ ${every}` : '↻',
+  );
 }
 
 export function dueLabel(due, status) {

@@ -3,8 +3,9 @@
 // wide screen.
 //
 // Owns: how a recurrence is chosen (a unit and a count, stored as `3d`), keeping a
-// task's subtasks in its project when it moves, and deleting them with it. Must never
-// build markup from strings; text fields save through records/editor.js (splices).
+// task's subtasks in its project when it moves, and saying that deleting it deletes
+// them (`DELETE /tasks/<id>` takes them in one go). Must never build markup from
+// strings; text fields save through records/editor.js (splices).
 //
 // data-test: "task-detail" (data-id), "task-gone", "task-title", "task-notes",
 // "task-status", "task-due-date", "task-due-time", "task-due-clear",
@@ -29,7 +30,7 @@ import {
 import { parseInterval, splitDue } from './dates.js';
 import { recordEditor } from './editor.js';
 import { saveState } from './split.js';
-import { bySteps, doneBox, dueLabel, isOpen } from './task-common.js';
+import { bySteps, doneBox, dueLabel, isOpen, repeatLabel } from './task-common.js';
 
 /** Per interval unit: the choice's name, and the unit after "every 1" and "every n". */
 const REPEAT_WORDS = {
@@ -256,7 +257,9 @@ export async function taskDetail(pane, ctx, id) {
                         { class: 'task-title', href: `#/tasks/${encodeURIComponent(s.id)}`, 'data-test': 'task-open' },
                         s.title,
                       ),
-                      s.due ? h('div', { class: 'task-meta' }, dueLabel(s.due, s.status)) : null,
+                      s.due || s.status === 'recurring'
+                        ? h('div', { class: 'task-meta' }, repeatLabel(s), dueLabel(s.due, s.status))
+                        : null,
                     ),
                   ),
                 ),
@@ -332,7 +335,6 @@ export async function taskDetail(pane, ctx, id) {
             subtasks.length ? `Its ${subtasks.length} subtask${subtasks.length > 1 ? 's' : ''} go too.` : null,
           onDelete: async () => {
             try {
-              for (const s of subtasks) await api.del(`/tasks/${s.id}`);
               await api.del(`/tasks/${encodeURIComponent(id)}`);
               ctx.toast('Task deleted.', 'ok');
               ctx.navigate(editor.record.parent ? `tasks/${editor.record.parent}` : 'tasks');
