@@ -354,7 +354,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         let app = api::router(state, settings.ui_dir.clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
+            let served = axum::serve(hearth_ui::http_listener(listener), app)
                 .with_graceful_shutdown(async move {
                     let _ = rx.await;
                 })

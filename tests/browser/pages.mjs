@@ -55,7 +55,7 @@ run(async () => {
   await shot(node, 'node-offline');
   await control('start-hub');
   await until(async () => (await node.locator('#hub-status').textContent()) === 'Online', { timeout: 30000, what: 'node online again' });
-  assert(!(await node.locator('.banner').isVisible()), 'the banner is gone');
+  await until(async () => !(await node.locator('.banner').isVisible()), { what: 'the banner is gone' });
 
   for (const [name, page] of [['hub', hub], ['node', node]]) {
     assert(page.errors.length === 0, `${name} page errors: ${page.errors.join(' | ')}`);

@@ -78,7 +78,7 @@ impl ApiServer {
         }
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
+            let served = axum::serve(hearth_ui::http_listener(listener), app)
                 .with_graceful_shutdown(async move {
                     let _ = rx.await;
                 })

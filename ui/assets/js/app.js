@@ -32,7 +32,7 @@ const state = {
   server: { kind: 'hub', status: null },
   projects: [],
   project: localStorage.getItem(PROJECT_KEY) || null,
-  hubOnline: true,
+  hubOnline: true, // a node's relay link to its hub (the `hub` events)
   page: null, // { cleanup, subs }
 };
 
@@ -196,8 +196,9 @@ function ctxFor(r) {
     get projects() {
       return state.projects;
     },
+    /** Whether the hub answers relayed routes (chat, settings, devices) now. */
     get hubOnline() {
-      return state.server.kind === 'hub' || !!state.server.status?.online;
+      return state.server.kind === 'hub' || state.hubOnline;
     },
     setProject,
     reloadProjects: loadProjects,
@@ -268,7 +269,6 @@ let statusTimer = null;
 async function refreshStatus() {
   try {
     state.server.status = await api.get('/status');
-    state.hubOnline = state.server.status.online;
   } catch {
     return;
   }
@@ -342,10 +342,18 @@ function signedOut(message) {
 
 async function start() {
   const app = document.getElementById('app');
+  // Nothing below waits for anything it does not need: the first page's module, the
+  // projects and the server's status load at once.
+  if (!location.hash) history.replaceState(null, '', '#/notes');
+  const first = PAGES.find((p) => p.path === parseRoute().page);
+  if (first) import(`./pages/${first.path}.js`).catch(() => {});
+  const projectsLoaded = loadProjects();
   // Which server is this? Only a node has /status.
   try {
     state.server.status = await api.get('/status');
     state.server.kind = 'node';
+    // Until the first `hub` event says otherwise, the relay is as up as replication.
+    state.hubOnline = state.server.status.online;
   } catch (e) {
     if (e.status === 401) return signedOut(e.message);
     state.server.kind = 'hub';
@@ -364,16 +372,17 @@ async function start() {
   );
   api.on('signedout', signedOut);
   renderTopbar();
-  await loadProjects();
+  await projectsLoaded;
   api.onEvent('document', (ev) => {
     if (ev.kind === 'project') loadProjects();
   });
   api.on('resync', () => loadProjects());
   if (state.server.kind === 'node') {
+    // The `hub` event is the relay link (chat, settings: pages listen for it); the top
+    // bar shows the replication status, which /status reports, so it asks again.
     api.onEvent('hub', (ev) => {
-      if (state.server.status) state.server.status.online = !!ev.online;
-      renderTopbar();
-      api.emit('hub', !!ev.online);
+      state.hubOnline = !!ev.online;
+      api.emit('hub', state.hubOnline);
       refreshStatus();
     });
     statusTimer = setInterval(refreshStatus, 3000);
@@ -381,7 +390,6 @@ async function start() {
   api.events.start();
   addEventListener('hashchange', route);
   addEventListener('keydown', onKey);
-  if (!location.hash) history.replaceState(null, '', '#/notes');
   route();
 }
 
