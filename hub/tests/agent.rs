@@ -542,6 +542,46 @@ async fn secrets_are_scrubbed_from_tool_output() {
     assert!(sent.contains("[REDACTED]"));
 }
 
+/// Stop ends a model's answer mid-stream: the turn ends as aborted at once, not when
+/// the model would have finished.
+#[tokio::test]
+async fn abort_stops_an_answer_still_streaming() {
+    let started = Reply::Stalled(sse(&[
+        (
+            "message_start",
+            json!({"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Once upon a time"}}),
+        ),
+    ]));
+    let s = setup(vec![started], AgentConfig::default()).await;
+    let mut events = s.agent.subscribe();
+    let agent = s.agent.clone();
+    let aborter = tokio::spawn(async move {
+        while let Ok(ev) = events.recv().await {
+            if let AgentEvent::TextDelta { project, .. } = ev {
+                agent.abort(project, "c");
+                break;
+            }
+        }
+    });
+    let out = tokio::time::timeout(
+        Duration::from_secs(10),
+        s.agent.invoke("c", s.project, "tell me a long story"),
+    )
+    .await
+    .expect("the turn ended without waiting for the model")
+    .expect("turn");
+    aborter.await.expect("aborter");
+    assert_eq!(out.reason, "aborted");
+}
+
 #[tokio::test]
 async fn abort_drops_the_calls_still_in_flight() {
     let two_calls = {

@@ -307,6 +307,8 @@ pub struct Agent {
     events: broadcast::Sender<AgentEvent>,
     conversations: Mutex<HashMap<ConvKey, Arc<tokio::sync::Mutex<()>>>>,
     generations: Mutex<HashMap<ConvKey, u64>>,
+    /// Woken whenever a generation moves, so a model call in flight stops at once.
+    generation_moved: tokio::sync::Notify,
     approvals: Mutex<Vec<ApprovalSlot>>,
     redactor: Mutex<Redactor>,
     closing: AtomicBool,
@@ -482,6 +484,7 @@ impl Agent {
             events,
             conversations: Mutex::new(HashMap::new()),
             generations: Mutex::new(HashMap::new()),
+            generation_moved: tokio::sync::Notify::new(),
             approvals: Mutex::new(Vec::new()),
             redactor: Mutex::new(Redactor::default()),
             closing: AtomicBool::new(false),
@@ -567,6 +570,7 @@ impl Agent {
         if let Ok(mut g) = self.generations.lock() {
             *g.entry((project, channel.to_string())).or_default() += 1;
         }
+        self.generation_moved.notify_waiters();
         self.resolve_waiting(|a| a.project == project && a.conversation == channel);
     }
 
@@ -579,6 +583,7 @@ impl Agent {
                 *v += 1;
             }
         }
+        self.generation_moved.notify_waiters();
         self.resolve_waiting(|_| true);
     }
 
@@ -628,6 +633,20 @@ impl Agent {
             .lock()
             .map(|s| s.iter().map(|s| s.info.clone()).collect())
             .unwrap_or_default()
+    }
+
+    /// Completes once `key`'s generation is no longer `generation` (an abort or a stop).
+    async fn moved_from(&self, key: &ConvKey, generation: u64) {
+        loop {
+            let moved = self.generation_moved.notified();
+            tokio::pin!(moved);
+            // Registered before the check, so a move between the two is not missed.
+            moved.as_mut().enable();
+            if self.generation(key) != generation {
+                return;
+            }
+            moved.await;
+        }
     }
 
     fn generation(&self, key: &ConvKey) -> u64 {
@@ -1063,20 +1082,24 @@ impl Agent {
                 .lock()
                 .map(|p| p.clone())
                 .map_err(|_| AgentError::Invalid("provider lock poisoned".into()))?;
-            let turn = provider
-                .stream(&req, |ev| match ev {
-                    StreamEvent::TextDelta(text) => self.emit(AgentEvent::TextDelta {
-                        project,
-                        channel: ch.clone(),
-                        text,
-                    }),
-                    StreamEvent::Restart { .. } => self.emit(AgentEvent::Restart {
-                        project,
-                        channel: ch.clone(),
-                    }),
-                    StreamEvent::ToolCall(_) => {}
-                })
-                .await;
+            let streamed = provider.stream(&req, |ev| match ev {
+                StreamEvent::TextDelta(text) => self.emit(AgentEvent::TextDelta {
+                    project,
+                    channel: ch.clone(),
+                    text,
+                }),
+                StreamEvent::Restart { .. } => self.emit(AgentEvent::Restart {
+                    project,
+                    channel: ch.clone(),
+                }),
+                StreamEvent::ToolCall(_) => {}
+            });
+            // Stop ends the model's answer where it is: the request is dropped, and the
+            // provider stops generating (and billing) it.
+            let turn = tokio::select! {
+                turn = streamed => turn,
+                _ = self.moved_from(&key, generation) => break "aborted".to_string(),
+            };
             let turn = match turn {
                 Ok(t) => t,
                 Err(e) => {

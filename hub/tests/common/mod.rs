@@ -20,6 +20,8 @@ use serde_json::json;
 #[derive(Clone)]
 pub enum Reply {
     Sse(String),
+    /// These SSE bytes, then a body that never ends (a model still writing).
+    Stalled(String),
     Status(u16, String),
 }
 
@@ -48,6 +50,16 @@ async fn answer(State(f): State<Fake>, headers: HeaderMap, body: String) -> Resp
             Response::builder()
                 .header("content-type", "text/event-stream")
                 .body(Body::from_stream(futures_util::stream::iter(chunks)))
+                .unwrap_or_default()
+        }
+        Some(Reply::Stalled(text)) => {
+            use futures_util::StreamExt;
+            let head = futures_util::stream::iter([Ok::<_, std::io::Error>(text.into_bytes())]);
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(
+                    head.chain(futures_util::stream::pending()),
+                ))
                 .unwrap_or_default()
         }
         Some(Reply::Status(code, body)) => Response::builder()
