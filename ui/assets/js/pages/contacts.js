@@ -23,6 +23,7 @@ import {
   errorBox,
   errorText,
   fetchAll,
+  followRecord,
   field,
   liveReload,
   pageHead,
@@ -30,7 +31,7 @@ import {
   snippet,
 } from '../records/common.js';
 import { recordEditor } from '../records/editor.js';
-import { saveState, splitView } from '../records/split.js';
+import { saveState, splitPage } from '../records/split.js';
 
 const view = { query: '', tag: null };
 
@@ -358,37 +359,8 @@ async function detailPane(pane, ctx, id) {
   );
   if (ctx.route.params.get('new')) email.focus();
 
-  let gone = false;
-  liveReload(ctx, ['contact'], async () => {
-    if (gone) return;
-    const err = await editor.refresh();
-    if (err?.status === 404 || err?.status === 410) {
-      gone = true;
-      replace(
-        pane,
-        h(
-          'div',
-          { class: 'card', 'data-test': 'contact-gone' },
-          h('p', null, 'This contact was deleted, here or on another device.'),
-          h('a', { href: '#/contacts' }, 'Back to the contacts'),
-        ),
-      );
-    }
-  });
+  followRecord(ctx, 'contact', 'contacts', editor, pane);
   return () => editor.close();
 }
 
-export default {
-  title: 'Contacts',
-  async mount(el, ctx) {
-    const id = ctx.route.id;
-    const split = splitView({ open: !!id, backHref: '#/contacts', backLabel: 'Contacts' });
-    el.append(split.root);
-    // Resolves once both panes show their first data (the shell then marks the page ready).
-    const [, cleanup] = await Promise.all([
-      listPane(split.list, ctx, id),
-      id ? detailPane(split.detail, ctx, id) : null,
-    ]);
-    return cleanup;
-  },
-};
+export default splitPage('Contacts', 'contacts', listPane, detailPane);

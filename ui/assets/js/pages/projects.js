@@ -21,9 +21,9 @@
 import * as api from '../api.js';
 import { h, replace } from '../dom.js';
 import { flatTree, projectPath } from '../projects.js';
-import { arrowNav, deleteButton, errorBox, errorText, fetchAll, pageHead, slug } from '../records/common.js';
+import { arrowNav, deleteButton, errorBox, errorText, fetchAll, followRecord, pageHead, slug } from '../records/common.js';
 import { recordEditor } from '../records/editor.js';
-import { saveState, splitView } from '../records/split.js';
+import { saveState, splitPage } from '../records/split.js';
 
 /** A `<select>` of possible parents: "Top level" then the tree, without `except`. */
 function parentSelect(projects, selected, { except = null, ...attrs } = {}) {
@@ -525,23 +525,7 @@ async function detailPane(pane, ctx, id) {
   );
   drawHead();
 
-  let gone = false;
-  const refresh = async () => {
-    if (gone) return;
-    const err = await editor.refresh();
-    if (err?.status === 404 || err?.status === 410) {
-      gone = true;
-      replace(
-        pane,
-        h(
-          'div',
-          { class: 'card', 'data-test': 'project-gone' },
-          h('p', null, 'This project was deleted, here or on another device.'),
-          h('a', { href: '#/projects' }, 'Back to the projects'),
-        ),
-      );
-    }
-  };
+  const refresh = followRecord(ctx, 'project', 'projects', editor, pane, { live: false });
   // The shell reloads the projects on every project change and says so.
   ctx.on('projects', refresh);
   ctx.on('project', drawHead);
@@ -549,17 +533,4 @@ async function detailPane(pane, ctx, id) {
   return () => editor.close();
 }
 
-export default {
-  title: 'Projects',
-  async mount(el, ctx) {
-    const id = ctx.route.id;
-    const split = splitView({ open: !!id, backHref: '#/projects', backLabel: 'Projects' });
-    el.append(split.root);
-    // Resolves once both panes show their first data (the shell then marks the page ready).
-    const [, cleanup] = await Promise.all([
-      treePane(split.list, ctx, id),
-      id ? detailPane(split.detail, ctx, id) : null,
-    ]);
-    return cleanup;
-  },
-};
+export default splitPage('Projects', 'projects', treePane, detailPane);

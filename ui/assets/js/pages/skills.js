@@ -25,6 +25,7 @@ import {
   errorBox,
   errorText,
   fetchAll,
+  followRecord,
   liveReload,
   pageHead,
   projectLabel,
@@ -33,7 +34,7 @@ import {
   snippet,
 } from '../records/common.js';
 import { recordEditor } from '../records/editor.js';
-import { saveState, splitView } from '../records/split.js';
+import { saveState, splitPage } from '../records/split.js';
 
 const view = { query: '' };
 
@@ -335,38 +336,9 @@ async function detailPane(pane, ctx, id) {
   drawPreview();
   if (ctx.route.params.get('new')) description.focus();
 
-  let gone = false;
-  liveReload(ctx, ['skill'], async () => {
-    if (gone) return;
-    const err = await editor.refresh();
-    if (err?.status === 404 || err?.status === 410) {
-      gone = true;
-      replace(
-        pane,
-        h(
-          'div',
-          { class: 'card', 'data-test': 'skill-gone' },
-          h('p', null, 'This skill was deleted, here or on another device.'),
-          h('a', { href: '#/skills' }, 'Back to the skills'),
-        ),
-      );
-    }
-  });
+  followRecord(ctx, 'skill', 'skills', editor, pane);
   ctx.on('projects', () => drawScope(editor.record.project));
   return () => editor.close();
 }
 
-export default {
-  title: 'Skills',
-  async mount(el, ctx) {
-    const id = ctx.route.id;
-    const split = splitView({ open: !!id, backHref: '#/skills', backLabel: 'Skills' });
-    el.append(split.root);
-    // Resolves once both panes show their first data (the shell then marks the page ready).
-    const [, cleanup] = await Promise.all([
-      listPane(split.list, ctx, id),
-      id ? detailPane(split.detail, ctx, id) : null,
-    ]);
-    return cleanup;
-  },
-};
+export default splitPage('Skills', 'skills', listPane, detailPane);

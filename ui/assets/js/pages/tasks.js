@@ -27,7 +27,7 @@ import {
   snippet,
 } from '../records/common.js';
 import { isOverdue } from '../records/dates.js';
-import { splitView } from '../records/split.js';
+import { splitPage } from '../records/split.js';
 import { taskDetail } from '../records/task-detail.js';
 import { bySteps, doneBox, dueLabel, isOpen, repeatLabel } from '../records/task-common.js';
 
@@ -363,17 +363,4 @@ function rememberFocus(box) {
   };
 }
 
-export default {
-  title: 'Tasks',
-  async mount(el, ctx) {
-    const id = ctx.route.id;
-    const split = splitView({ open: !!id, backHref: '#/tasks', backLabel: 'Tasks' });
-    el.append(split.root);
-    // Resolves once both panes show their first data (the shell then marks the page ready).
-    const [, cleanup] = await Promise.all([
-      listPane(split.list, ctx, id),
-      id ? taskDetail(split.detail, ctx, id) : null,
-    ]);
-    return cleanup;
-  },
-};
+export default splitPage('Tasks', 'tasks', listPane, taskDetail);

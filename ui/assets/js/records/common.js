@@ -273,3 +273,33 @@ export function snippet(text) {
   const parts = String(text ?? '').split(/(\[[^\]]*\])/);
   return parts.map((p) => (/^\[[^\]]*\]$/.test(p) ? h('mark', null, p.slice(1, -1)) : p));
 }
+
+/**
+ * Follows an open record: on every change of its kind, `editor.refresh()`; once the
+ * record is gone (deleted here or on another device) `pane` says so and links back to
+ * `#/<plural>`. `refreshed()` runs after each refresh that found it. Returns the
+ * follow function, for other triggers (a project list reload).
+ */
+export function followRecord(ctx, kind, plural, editor, pane, { refreshed = null, live = true } = {}) {
+  let gone = false;
+  const follow = async () => {
+    if (gone) return;
+    const err = await editor.refresh();
+    if (err?.status === 404 || err?.status === 410) {
+      gone = true;
+      replace(
+        pane,
+        h(
+          'div',
+          { class: 'card', 'data-test': `${kind}-gone` },
+          h('p', null, `This ${kind} was deleted, here or on another device.`),
+          h('a', { href: `#/${plural}` }, `Back to the ${plural}`),
+        ),
+      );
+      return;
+    }
+    refreshed?.();
+  };
+  if (live) liveReload(ctx, [kind], follow);
+  return follow;
+}

@@ -31,3 +31,24 @@ export function saveState() {
   };
   return el;
 }
+
+/**
+ * A records page: `listPane(el, ctx, id)` beside `detailPane(el, ctx, id)` when a
+ * record is open (`#/<path>/<id>`). Mounting resolves once both show their first data
+ * (the shell then marks the page ready) with the detail's cleanup.
+ */
+export function splitPage(title, path, listPane, detailPane) {
+  return {
+    title,
+    async mount(el, ctx) {
+      const id = ctx.route.id;
+      const split = splitView({ open: !!id, backHref: `#/${path}`, backLabel: title });
+      el.append(split.root);
+      const [, cleanup] = await Promise.all([
+        listPane(split.list, ctx, id),
+        id ? detailPane(split.detail, ctx, id) : null,
+      ]);
+      return cleanup;
+    },
+  };
+}

@@ -22,8 +22,8 @@ import {
   errorBox,
   errorText,
   fetchAll,
+  followRecord,
   field,
-  liveReload,
   projectLabel,
   props,
 } from './common.js';
@@ -349,25 +349,7 @@ export async function taskDetail(pane, ctx, id) {
   draw(task);
   loadRelatives();
 
-  let gone = false;
-  liveReload(ctx, ['task'], async () => {
-    if (gone) return;
-    const err = await editor.refresh();
-    if (err?.status === 404 || err?.status === 410) {
-      gone = true;
-      replace(
-        pane,
-        h(
-          'div',
-          { class: 'card', 'data-test': 'task-gone' },
-          h('p', null, 'This task was deleted, here or on another device.'),
-          h('a', { href: '#/tasks' }, 'Back to the tasks'),
-        ),
-      );
-      return;
-    }
-    loadRelatives();
-  });
+  followRecord(ctx, 'task', 'tasks', editor, pane, { refreshed: loadRelatives });
   ctx.on('projects', () => editor.reread());
   return () => editor.close();
 }
