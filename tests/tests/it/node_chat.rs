@@ -123,7 +123,10 @@ async fn hearth_chat_streams_the_hubs_reply_answers_approvals_and_says_when_the_
 
     // One turn with `--message`: the tool call is denied by `--no`, the reply streams.
     if let Ok(mut r) = replies.lock() {
-        r.extend([delete_old(), anthropic_text_turn("Kept the old plan.")]);
+        r.extend([
+            delete_old().into(),
+            anthropic_text_turn("Kept the old plan.").into(),
+        ]);
     }
     let out = chat(
         &node,
@@ -155,7 +158,10 @@ async fn hearth_chat_streams_the_hubs_reply_answers_approvals_and_says_when_the_
 
     // Interactive: a message per input line; the approval is answered on the same input.
     if let Ok(mut r) = replies.lock() {
-        r.extend([delete_old(), anthropic_text_turn("Dropped the old plan.")]);
+        r.extend([
+            delete_old().into(),
+            anthropic_text_turn("Dropped the old plan.").into(),
+        ]);
     }
     let out = chat(&node, &[], "drop the old plan\ny\n").await?;
     let said = text(&out.stdout);

@@ -194,13 +194,14 @@ async fn offline_edits_reach_the_hub_and_a_relayed_chat_is_approved_from_the_nod
     let old_id = old["id"].as_str().unwrap_or_default().to_string();
     if let Ok(mut r) = replies.lock() {
         r.extend([
-            anthropic_tool_turn("toolu_1", "notes_delete", &json!({"id": old_id})),
+            anthropic_tool_turn("toolu_1", "notes_delete", &json!({"id": old_id})).into(),
             anthropic_tool_turn(
                 "toolu_2",
                 "notes_create",
                 &json!({"title": "Agenda", "content": "hall booked; old plan dropped"}),
-            ),
-            anthropic_text_turn("Dropped the old plan and wrote the agenda."),
+            )
+            .into(),
+            anthropic_text_turn("Dropped the old plan and wrote the agenda.").into(),
         ]);
     }
 

@@ -8,91 +8,19 @@
 //! page says plainly that chat needs the hub while it is stopped, and chats again once
 //! it is back. Screenshots of the chat page, light and dark, wide and phone-sized.
 
-use std::{
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::time::Duration;
 
-use axum::{body::Body, response::Response, routing::post, Router};
 use hearth_tests::{
-    agent_bench::{anthropic_sse, anthropic_tool_turn},
+    agent_bench::anthropic_tool_turn,
     browser::{Journey, UiLab},
+    fake_model::{serve_scripted, Answer, Script},
 };
 use serde_json::{json, Value};
 
 use crate::{bins, tempdir};
 
-/// One scripted answer: its SSE events and the pause before each.
-struct Answer {
-    events: Vec<String>,
-    pause: Duration,
-}
-
-type Script = Arc<Mutex<Vec<Answer>>>;
-
-/// A text answer split into one delta per word.
-fn text_answer(text: &str, pause: Duration) -> Answer {
-    let mut events = vec![
-        json!({"type":"message_start","message":{"usage":{"input_tokens":100,"output_tokens":1}}}),
-        json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
-    ];
-    events.extend(text.split_inclusive(' ').map(|word| {
-        json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":word}})
-    }));
-    events.extend([
-        json!({"type":"content_block_stop","index":0}),
-        json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":40}}),
-        json!({"type":"message_stop"}),
-    ]);
-    Answer {
-        events: events
-            .iter()
-            .map(|e| anthropic_sse(std::slice::from_ref(e)))
-            .collect(),
-        pause,
-    }
-}
-
 fn tool_answer(id: &str, name: &str, args: &Value) -> Answer {
-    Answer {
-        events: vec![anthropic_tool_turn(id, name, args)],
-        pause: Duration::ZERO,
-    }
-}
-
-/// Serves the script on 127.0.0.1, one answer per request, each event after its pause.
-async fn serve(script: Script) -> anyhow::Result<std::net::SocketAddr> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let app = Router::new().route(
-        "/v1/messages",
-        post(move || {
-            let next = script
-                .lock()
-                .ok()
-                .and_then(|mut s| (!s.is_empty()).then(|| s.remove(0)));
-            async move {
-                let Answer { events, pause } = next.unwrap_or(Answer {
-                    events: Vec::new(),
-                    pause: Duration::ZERO,
-                });
-                let body =
-                    futures_util::stream::unfold(events.into_iter(), move |mut rest| async move {
-                        let event = rest.next()?;
-                        tokio::time::sleep(pause).await;
-                        Some((Ok::<_, std::convert::Infallible>(event), rest))
-                    });
-                Response::builder()
-                    .header("content-type", "text/event-stream")
-                    .body(Body::from_stream(body))
-                    .unwrap_or_default()
-            }
-        }),
-    );
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    Ok(addr)
+    anthropic_tool_turn(id, name, args).into()
 }
 
 fn ok_json(what: &str, (status, body): (u16, String)) -> anyhow::Result<Value> {
@@ -111,8 +39,8 @@ fn a_chat_streams_runs_tools_asks_approval_and_says_when_the_hub_is_away() -> an
         .worker_threads(1)
         .enable_all()
         .build()?;
-    let script: Script = Arc::default();
-    let model = rt.block_on(serve(script.clone()))?;
+    let script = Script::default();
+    let model = rt.block_on(serve_scripted(script.clone()))?;
 
     let dir = tempdir();
     let url = format!("http://{model}");
@@ -160,18 +88,18 @@ fn a_chat_streams_runs_tools_asks_approval_and_says_when_the_hub_is_away() -> an
 
     if let Ok(mut s) = script.lock() {
         s.extend([
-            text_answer(PLAN, Duration::from_millis(120)),
+            Answer::words(PLAN, Duration::from_millis(120)),
             tool_answer(
                 "toolu_1",
                 "notes_create",
                 &json!({"title": "Groceries", "content": "- oat milk\n- lemons"}),
             ),
             tool_answer("toolu_2", "notes_delete", &json!({"id": old_id})),
-            text_answer(
+            Answer::words(
                 "Saved your groceries and dropped the old list.",
                 Duration::from_millis(20),
             ),
-            text_answer("You are welcome.", Duration::from_millis(20)),
+            Answer::words("You are welcome.", Duration::from_millis(20)),
         ]);
     }
 
