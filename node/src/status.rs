@@ -141,6 +141,13 @@ pub struct NodeStatus {
     pub detail: Option<String>,
     /// Since when `state` holds, ms since the Unix epoch.
     pub state_since: Option<i64>,
+    /// This device's id (`None` when no `hearth run` answers).
+    #[serde(default)]
+    pub device: Option<String>,
+    /// The project this device was paired for, if scoped (as paired: the hub's devices
+    /// page has the current one). Its UI offers nothing outside it.
+    #[serde(default)]
+    pub scope: Option<String>,
     /// The pinned hub's id.
     pub hub: Option<String>,
     /// When the replica was last known in sync with the hub: now while online and
@@ -182,6 +189,8 @@ impl NodeStatus {
                 format!("no `hearth run` answers here; it last saw {}{why}", s.state)
             }),
             state_since: saved.map(|s| s.at_ms),
+            device: None,
+            scope: None,
             hub,
             last_synced_at: saved.and_then(|s| s.last_synced_at),
             pending_changes,
@@ -199,6 +208,8 @@ impl NodeStatus {
 #[derive(Debug)]
 pub struct StatusBoard {
     hub: String,
+    device: Option<String>,
+    scope: Option<String>,
     api: Option<String>,
     now: Mutex<(SavedStatus, bool)>,
 }
@@ -216,8 +227,19 @@ impl StatusBoard {
         };
         Self {
             hub,
+            device: None,
+            scope: None,
             api,
             now: Mutex::new((start, false)),
+        }
+    }
+
+    /// The same board, saying which device this is and the project it was paired for.
+    pub fn for_device(self, device: String, scope: Option<String>) -> Self {
+        Self {
+            device: Some(device),
+            scope,
+            ..self
         }
     }
 
@@ -252,6 +274,8 @@ impl StatusBoard {
             detail: saved.detail,
             state_since: Some(saved.at_ms),
             hub: Some(self.hub.clone()),
+            device: self.device.clone(),
+            scope: self.scope.clone(),
             last_synced_at: if in_sync {
                 Some(now_ms())
             } else {
@@ -272,6 +296,24 @@ mod tests {
     use super::*;
     use hearth_net::ConnPath;
     use std::time::Duration;
+
+    /// The UI keeps a device paired for one project inside it: the status names the
+    /// device and that project.
+    #[tokio::test]
+    async fn the_status_names_the_device_and_the_project_it_was_paired_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = DocumentStore::open(dir.path().join("hearth.db")).expect("store");
+        let board = StatusBoard::new("hubid".into(), None, None)
+            .for_device("me".into(), Some("work".into()));
+        let s = board.status(&store).await.expect("status");
+        assert_eq!(s.device.as_deref(), Some("me"));
+        assert_eq!(s.scope.as_deref(), Some("work"));
+        let json = serde_json::to_value(&s).expect("json");
+        assert_eq!(json["scope"], "work");
+        let whole = StatusBoard::new("hubid".into(), None, None).for_device("me".into(), None);
+        let s = whole.status(&store).await.expect("status");
+        assert!(s.scope.is_none());
+    }
 
     #[tokio::test]
     async fn the_board_follows_the_sync_loop_and_remembers_the_last_sync() {

@@ -336,6 +336,13 @@ impl UiLab {
         Ok(())
     }
 
+    /// Stops the node's `hearth run` (SIGTERM).
+    pub fn stop_node(&mut self) {
+        if let Some(mut p) = self.node_proc.take() {
+            p.terminate();
+        }
+    }
+
     /// Parts the node from the hub (both UIs stay reachable). Needs [`Self::cuttable`].
     pub fn cut_link(&self) -> anyhow::Result<()> {
         self.cut

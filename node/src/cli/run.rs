@@ -93,6 +93,7 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
             config.save(&home)?;
         }
     }
+    let scope = config.scope.clone();
     let hub = config.hub.ok_or(NodeError::NoHub)?;
     let hub_id = hub.endpoint_id()?;
     let hub_addr = HubLocator {
@@ -152,11 +153,10 @@ pub(crate) async fn run(home: PathBuf, args: RunArgs) -> anyhow::Result<()> {
         Some(l) => Some(format!("http://{}{API_ROOT}", l.local_addr()?)),
         None => None,
     };
-    let board = Arc::new(StatusBoard::new(
-        hub_id.to_string(),
-        api_url,
-        SavedStatus::load(&home),
-    ));
+    let board = Arc::new(
+        StatusBoard::new(hub_id.to_string(), api_url, SavedStatus::load(&home))
+            .for_device(endpoint.id().to_string(), scope),
+    );
     let mut server = match listener {
         Some(listener) => {
             let port = listener.local_addr()?.port();

@@ -24,6 +24,7 @@ mod ui_pages;
 mod ui_pairing;
 mod ui_records;
 mod ui_sanitize;
+mod ui_scope;
 mod ui_typing;
 mod ui_unit;
 mod ui_xss;

@@ -196,6 +196,13 @@ function ctxFor(r) {
     get projects() {
       return state.projects;
     },
+    /**
+     * On a node paired for one project, that project: nothing may be put outside it (the
+     * hub refuses it), so pages offer no "no project", "every project" or top level.
+     */
+    get scope() {
+      return state.server.kind === 'node' ? (state.server.status?.scope ?? null) : null;
+    },
     /** Whether the hub answers relayed routes (chat, settings, devices) now. */
     get hubOnline() {
       return state.server.kind === 'hub' || state.hubOnline;

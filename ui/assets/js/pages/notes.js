@@ -148,7 +148,7 @@ function notesList(ctx, pane, openId) {
   async function create() {
     newButton.disabled = true;
     try {
-      const note = await api.post('/notes', { title: 'Untitled note', content: '', project: ctx.project });
+      const note = await api.post('/notes', { title: 'Untitled note', content: '', project: ctx.project ?? ctx.scope });
       ctx.navigate(`notes/${note.id}?new=1`);
     } catch (e) {
       ctx.toast(`New note: ${describe(e)}`, 'error');
@@ -448,7 +448,7 @@ function noteDetail(ctx, pane, id, list) {
       disabled: deleted,
       onchange: () => move(select.value || null),
     });
-    select.prepend(h('option', { value: '', selected: !note.project }, 'No project'));
+    if (!ctx.scope) select.prepend(h('option', { value: '', selected: !note.project }, 'No project'));
     if (note.project && !ctx.projects.some((p) => p.id === note.project)) {
       select.append(h('option', { value: note.project, selected: true }, 'A project not on this device'));
     }

@@ -25,12 +25,15 @@ import { arrowNav, deleteButton, errorBox, errorText, fetchAll, followRecord, pa
 import { recordEditor } from '../records/editor.js';
 import { saveState, splitPage } from '../records/split.js';
 
-/** A `<select>` of possible parents: "Top level" then the tree, without `except`. */
-function parentSelect(projects, selected, { except = null, ...attrs } = {}) {
+/**
+ * A `<select>` of possible parents: "Top level" (unless `topLevel` is false: a device
+ * paired for one project may not put anything there), then the tree, without `except`.
+ */
+function parentSelect(projects, selected, { except = null, topLevel = true, ...attrs } = {}) {
   return h(
     'select',
     attrs,
-    h('option', { value: '' }, 'Top level'),
+    topLevel ? h('option', { value: '' }, 'Top level') : null,
     flatTree(projects)
       .filter(({ project }) => project.id !== except)
       .map(({ project, depth }) =>
@@ -92,7 +95,7 @@ function treePane(pane, ctx, openId) {
     autocomplete: 'off',
   });
   const create = h('button', { class: 'primary', 'data-test': 'project-create' }, 'Create');
-  let parent = parentSelect(ctx.projects, null, { 'aria-label': 'Under', 'data-test': 'project-new-parent' });
+  let parent = parentSelect(ctx.projects, null, { topLevel: !ctx.scope, 'aria-label': 'Under', 'data-test': 'project-new-parent' });
   const parentBox = h('span', null, parent);
   const said = action({
     input: name,
@@ -116,7 +119,7 @@ function treePane(pane, ctx, openId) {
 
   function drawTree() {
     const keepParent = parent.value;
-    const next = parentSelect(ctx.projects, keepParent, { 'aria-label': 'Under', 'data-test': 'project-new-parent' });
+    const next = parentSelect(ctx.projects, keepParent, { topLevel: !ctx.scope, 'aria-label': 'Under', 'data-test': 'project-new-parent' });
     parent.replaceWith(next);
     parent = next;
     const rows = flatTree(ctx.projects);
@@ -310,6 +313,7 @@ async function detailPane(pane, ctx, id) {
 
   // Move
   let moveSelect = parentSelect(ctx.projects, project.parent, {
+    topLevel: !ctx.scope,
     except: id,
     'aria-label': 'New parent',
     'data-test': 'project-move-parent',
@@ -427,6 +431,7 @@ async function detailPane(pane, ctx, id) {
     if (document.activeElement !== renameInput) renameInput.value = p.name;
     if (document.activeElement !== moveSelect) {
       const next = parentSelect(ctx.projects, p.parent, {
+        topLevel: !ctx.scope,
         except: id,
         'aria-label': 'New parent',
         'data-test': 'project-move-parent',
@@ -457,21 +462,26 @@ async function detailPane(pane, ctx, id) {
         instructions,
         h('div', { class: 'rec-status-line' }, state),
       ),
-      h(
-        'section',
-        { class: 'proj-section' },
-        h('h2', null, 'Rename'),
-        h('div', { class: 'row' }, renameInput, renameButton),
-        nameHint(renameInput),
-        renameSaid,
-      ),
-      h(
-        'section',
-        { class: 'proj-section' },
-        h('h2', null, 'Move'),
-        h('div', { class: 'row' }, h('span', null, 'Under'), moveBox, moveButton),
-        moveSaid,
-      ),
+      // A device paired for this project may not rename or move it (the hub refuses).
+      ctx.scope === id
+        ? h('p', { class: 'muted', 'data-test': 'project-scope-root' }, 'This device was paired for this project: it is renamed or moved from the hub.')
+        : [
+            h(
+              'section',
+              { class: 'proj-section' },
+              h('h2', null, 'Rename'),
+              h('div', { class: 'row' }, renameInput, renameButton),
+              nameHint(renameInput),
+              renameSaid,
+            ),
+            h(
+              'section',
+              { class: 'proj-section' },
+              h('h2', null, 'Move'),
+              h('div', { class: 'row' }, h('span', null, 'Under'), moveBox, moveButton),
+              moveSaid,
+            ),
+          ],
       h(
         'section',
         { class: 'proj-section' },

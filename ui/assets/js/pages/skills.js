@@ -63,7 +63,7 @@ function listPane(pane, ctx, openId) {
       if (!name) return;
       quick.disabled = true;
       try {
-        const s = await api.post('/skills', { name, project: ctx.project });
+        const s = await api.post('/skills', { name, project: ctx.project ?? ctx.scope });
         quick.value = '';
         ctx.navigate(`skills/${s.id}?new=1`);
       } catch (err) {
@@ -211,7 +211,7 @@ async function detailPane(pane, ctx, id) {
   const drawScope = (p) => {
     replace(
       scope,
-      h('option', { value: '' }, 'Every project'),
+      ctx.scope ? null : h('option', { value: '' }, 'Every project'),
       flatTree(ctx.projects).map(({ project: pr, depth }) =>
         h('option', { value: pr.id }, '\u00a0\u00a0'.repeat(depth) + pr.name),
       ),

@@ -69,7 +69,7 @@ function listPane(pane, ctx, openId) {
       if (!name) return;
       quick.disabled = true;
       try {
-        await api.post('/tasks', { name, project: ctx.project });
+        await api.post('/tasks', { name, project: ctx.project ?? ctx.scope });
         quick.value = '';
         quickErr.hidden = true;
         if (view.filter !== 'open' && view.filter !== 'all') setFilter('open');

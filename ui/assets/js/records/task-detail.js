@@ -163,7 +163,7 @@ export async function taskDetail(pane, ctx, id) {
   editor.scalar('project', project, (p) => {
     replace(
       project,
-      h('option', { value: '' }, 'No project'),
+      ctx.scope ? null : h('option', { value: '' }, 'No project'),
       flatTree(ctx.projects).map(({ project: pr, depth }) =>
         h('option', { value: pr.id }, '\u00a0\u00a0'.repeat(depth) + pr.name),
       ),
