@@ -87,6 +87,9 @@ run(async () => {
   const node = await signIn(browser, config.node.login, { name: 'node' });
   await open(node, 'devices', 'devices');
   await node.locator(t('device-row'), { hasText: laptop.fingerprint }).waitFor();
+  // Its own row says which device this is; no other does.
+  await node.locator(`${t('device-row')}[data-node="${config.node.id}"] ${t('this-device')}`).waitFor();
+  assert((await node.locator(t('this-device')).count()) === 1, 'only its own row is marked');
   await shot(node, 'node-devices');
 
   const phone = await signIn(browser, await control('hub-login'), { name: 'phone', width: 390, height: 844 });

@@ -404,6 +404,7 @@ impl UiLab {
         Ok(json!({
             "hub": hub,
             "node": {
+                "id": self.node.id,
                 "url": format!("http://{}/", self.node_http),
                 "login": login_url(self.node_http, &self.node.owner_token()?)?,
             },

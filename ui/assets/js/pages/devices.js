@@ -11,7 +11,7 @@
 //
 // data-test: "pending-list", "pending-request" (data-code), "pending-name",
 // "pending-fingerprint", "pending-code", "approve-name", "approve-scope", "approve",
-// "deny"; "device-list", "device-row" (data-node), "device-name", "device-fingerprint",
+// "deny"; "device-list", "device-row" (data-node), "this-device", "device-name", "device-fingerprint",
 // "device-presence", "device-scope", "device-admin", "rename", "rename-input",
 // "save-name", "revoke", "confirm-revoke"; "revoked-device".
 
@@ -172,7 +172,15 @@ function deviceRow(ctx, d, reload) {
 
   const nameEl = h('strong', { class: 'device-name', dataset: { test: 'device-name' } }, d.name);
   const renameButton = h('button', { dataset: { test: 'rename' }, onclick: () => editName() }, 'Rename');
-  const head = h('div', { class: 'device-head' }, nameEl, presence(d));
+  // On a node, its own row says so (its status names the device).
+  const mine = ctx.server.kind === 'node' && ctx.server.status?.device === d.node_id;
+  const head = h(
+    'div',
+    { class: 'device-head' },
+    nameEl,
+    presence(d),
+    mine ? h('span', { class: 'pill ok', dataset: { test: 'this-device' } }, 'this laptop') : null,
+  );
   const editName = () => {
     const input = h('input', {
       type: 'text',
