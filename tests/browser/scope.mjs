@@ -1,8 +1,8 @@
 // scope.mjs: a laptop paired for one project ("work") is kept inside it by its UI: a
 // new note or task made with no project chosen lands in "work", no editor offers "no
-// project", "every project" or the top level, and the project it was paired for cannot
-// be renamed or moved from the laptop (the hub would refuse, and the two copies would
-// differ).
+// project", "every project", the top level or a project outside its scope (one it held
+// before being scoped), and the project it was paired for cannot be renamed or moved
+// from the laptop (the hub would refuse, and the two copies would differ).
 
 import { config, launch, signIn, shot, assert, until, run } from './lib.mjs';
 
@@ -41,6 +41,10 @@ run(async () => {
   assert((await node.locator(t('project-rename')).count()) === 0, 'the paired project is not renamed here');
   const parents = await optionTexts(node, t('project-new-parent'));
   assert(!parents.includes('Top level'), `no top level on a scoped laptop: ${parents}`);
+  // `general`, held from before the laptop was scoped, is out of its reach: not offered.
+  assert(!parents.some((p) => p.trim() === 'general'), `general is not a place to create in: ${parents}`);
+  const tree = await node.locator('.sidebar .tree-label').allTextContents();
+  assert(!tree.includes('general') && tree.includes('work'), `the side bar shows the scope only: ${tree}`);
   await shot(node, 'scope-projects');
   assert(node.errors.length === 0, node.errors.join(' | '));
   await browser.close();

@@ -81,9 +81,29 @@ async function loadProjects() {
   } catch (e) {
     if (e.status !== 401) toast(`Projects: ${e.message}`, 'error');
   }
-  if (state.project && !state.projects.some((p) => p.id === state.project)) setProject(null);
+  if (state.project && !visibleProjects().some((p) => p.id === state.project)) setProject(null);
   renderSidebar();
-  api.emit('projects', state.projects);
+  api.emit('projects', visibleProjects());
+}
+
+/**
+ * The projects people may work in here: all of them, or on a node paired for one
+ * project that project and those below it (a node whose scope was narrowed may still
+ * hold others from before; the hub takes no change to them).
+ */
+function visibleProjects() {
+  const scope = state.server.kind === 'node' ? state.server.status?.scope : null;
+  if (!scope) return state.projects;
+  const byId = new Map(state.projects.map((p) => [p.id, p]));
+  const inside = (p) => {
+    const seen = new Set();
+    for (let q = p; q && !seen.has(q.id); q = byId.get(q.parent)) {
+      if (q.id === scope) return true;
+      seen.add(q.id);
+    }
+    return false;
+  };
+  return state.projects.filter(inside);
 }
 
 function setProject(id) {
@@ -173,7 +193,7 @@ function renderSidebar() {
     ),
     h('div', { class: 'nav-section' }, 'Projects'),
     projectTree({
-      projects: state.projects,
+      projects: visibleProjects(),
       selected: state.project,
       onSelect: (id) => {
         setProject(id);
@@ -194,7 +214,7 @@ function ctxFor(r) {
       return state.project;
     },
     get projects() {
-      return state.projects;
+      return visibleProjects();
     },
     /**
      * On a node paired for one project, that project: nothing may be put outside it (the
