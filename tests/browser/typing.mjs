@@ -69,15 +69,24 @@ async function typeTogether(hub, node, chunks) {
 
 /** Waits until both UIs show one text, saved, and both servers hold it. */
 async function converged(hub, node, timeout) {
-  return until(
-    async () => {
-      const [h, n] = [await editorState(hub), await editorState(node)];
-      if (h.text !== n.text || h.state !== 'saved' || n.state !== 'saved') return null;
-      if ((await serverText(hub)) !== h.text || (await serverText(node)) !== h.text) return null;
-      return { hub: h, node: n };
-    },
-    { timeout, interval: 100, what: 'both UIs and both servers agree' },
-  );
+  let last = null;
+  try {
+    return await until(
+      async () => {
+        const [h, n] = [await editorState(hub), await editorState(node)];
+        const servers = { hub: await serverText(hub), node: await serverText(node) };
+        last = { hubUi: h, nodeUi: n, servers };
+        if (h.text !== n.text || h.state !== 'saved' || n.state !== 'saved') return null;
+        if (servers.hub !== h.text || servers.node !== h.text) return null;
+        return { hub: h, node: n };
+      },
+      { timeout, interval: 100, what: 'both UIs and both servers agree' },
+    );
+  } catch (e) {
+    // Say what still differed: which UI or server, and its save state.
+    const status = await node.evaluate(async () => (await fetch('/api/v1/status')).json()).catch(() => null);
+    throw new Error(`${e.message}; last seen ${JSON.stringify(last)}; node status ${JSON.stringify(status)}`);
+  }
 }
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;

@@ -73,6 +73,24 @@ pub fn can_make_namespaces() -> bool {
     root && Command::new("ip").arg("-V").output().is_ok()
 }
 
+/// A port free for both UDP and TCP on 127.0.0.1, below Linux's ephemeral range
+/// (32768–60999), so a process that binds port 0 while the hub is stopped cannot take
+/// it from the hub's restart.
+fn fixed_port() -> anyhow::Result<u16> {
+    use std::hash::{BuildHasher, Hasher};
+    for _ in 0..200 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        let port = 20_000 + (h.finish() % 12_000) as u16;
+        let free = std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok()
+            && TcpListener::bind(("127.0.0.1", port)).is_ok();
+        if free {
+            return Ok(port);
+        }
+    }
+    bail!("no free port between 20000 and 32000")
+}
+
 /// A free TCP port on 127.0.0.1 (released at once; a test binds it right after).
 pub fn free_tcp_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -250,8 +268,9 @@ impl UiLab {
         let node = NodeHome::new(bins, dir.join("node"))?;
         allow(bins, &hub_home, &node.id)?;
         let hub_ip = cut.as_ref().map_or(Ipv4Addr::LOCALHOST, |c| c.hub_ip);
-        let hub_udp = SocketAddr::from((hub_ip, crate::free_udp_port()?));
-        let hub_http = SocketAddr::from((Ipv4Addr::LOCALHOST, free_tcp_port()?));
+        // Fixed across restarts of the hub, so out of the range others are handed.
+        let hub_udp = SocketAddr::from((hub_ip, fixed_port()?));
+        let hub_http = SocketAddr::from((Ipv4Addr::LOCALHOST, fixed_port()?));
         let node_http = match &cut {
             Some(c) => SocketAddr::from((c.node_http_ip, 4300)),
             None => SocketAddr::from((Ipv4Addr::LOCALHOST, free_tcp_port()?)),

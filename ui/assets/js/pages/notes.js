@@ -93,8 +93,15 @@ export default {
     const clock = setInterval(() => {
       for (const t of el.querySelectorAll('time[datetime]')) t.textContent = ago(Date.parse(t.dateTime));
     }, 30_000);
+    // A change whose event this page missed would leave the two screens apart for good
+    // (seen under load in the typing journey, cause not found yet): the open note is
+    // read again every few seconds as a safety net, one small GET.
+    const recheck = setInterval(() => {
+      if (!document.hidden) detail.remote();
+    }, 3000);
     const cleanup = () => {
       clearInterval(clock);
+      clearInterval(recheck);
       list.close();
       detail.close();
     };
