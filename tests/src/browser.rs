@@ -26,7 +26,7 @@ use std::{
 use anyhow::{anyhow, bail, Context};
 use serde_json::{json, Value};
 
-use crate::{allow, http_request, run_ok, Binaries, HubProc, NodeHome, Proc};
+use crate::{allow, http_request, ip, run_ok, Binaries, HubProc, NodeHome, Proc};
 
 /// Where journeys and their `node_modules` live.
 pub fn browser_dir() -> PathBuf {
@@ -62,17 +62,6 @@ pub fn check_prerequisites() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Whether this process may make network namespaces ([`UiLab::cuttable`]): root with
-/// iproute2. CI runs as root; a developer's laptop may not, and those tests say so.
-pub fn can_make_namespaces() -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false);
-    root && Command::new("ip").arg("-V").output().is_ok()
-}
-
 /// A port free for both UDP and TCP on 127.0.0.1, below Linux's ephemeral range
 /// (32768–60999), so a process that binds port 0 while the hub is stopped cannot take
 /// it from the hub's restart.
@@ -105,20 +94,6 @@ pub fn login_url(addr: SocketAddr, token: &str) -> anyhow::Result<String> {
         .as_str()
         .map(str::to_string)
         .ok_or_else(|| anyhow!("no url in {body}"))
-}
-
-fn ip(args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .context("running ip")?;
-    anyhow::ensure!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
 }
 
 /// The node's namespace and its two links; removed on drop.
@@ -393,6 +368,23 @@ impl UiLab {
         body: Option<&str>,
     ) -> anyhow::Result<(u16, String)> {
         http_request(self.hub_http, Some(&self.hub_token()?), method, path, body)
+    }
+
+    /// Creates a note on the hub (`{title, content}`) and waits until the node holds it
+    /// too; returns its id.
+    pub fn note_on_both(&self, title: &str, content: &str) -> anyhow::Result<String> {
+        let body = json!({ "title": title, "content": content }).to_string();
+        let (status, created) = self.hub_api("POST", "/api/v1/notes", Some(&body))?;
+        anyhow::ensure!(status == 201, "creating the note: {status} {created}");
+        let id = serde_json::from_str::<Value>(&created)?["id"]
+            .as_str()
+            .ok_or_else(|| anyhow!("no id in {created}"))?
+            .to_string();
+        crate::eventually(Duration::from_secs(30), || {
+            let (status, _) = self.node_api("GET", &format!("/api/v1/notes/{id}"), None)?;
+            Ok(status == 200)
+        })?;
+        Ok(id)
     }
 
     /// One request to the node's API as its owner.

@@ -118,6 +118,47 @@ impl Binaries {
     }
 }
 
+/// Runs `ip` (iproute2) with `args`; fails with its stderr.
+pub fn ip(args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .context("running ip")?;
+    if !out.status.success() {
+        bail!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// Whether this process may make network namespaces: root with iproute2. CI runs as
+/// root; a developer's laptop may not, and the tests that need them say so and skip.
+pub fn can_make_namespaces() -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    root && Command::new("ip").arg("-V").output().is_ok()
+}
+
+/// Prints one benchmark figure as a `name value unit` line.
+pub fn figure(name: &str, value: impl std::fmt::Display, unit: &str) {
+    println!("{name} {value} {unit}");
+}
+
+/// The `p` quantile (0–1) of `sorted` samples, nearest rank; NaN when there are none.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
 /// Runs a command to completion; fails with its stderr if it fails.
 pub fn run_ok(mut cmd: Command) -> anyhow::Result<String> {
     let out: Output = cmd.stdin(Stdio::null()).output().context("spawning")?;

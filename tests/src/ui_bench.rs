@@ -20,20 +20,8 @@ use serde_json::{json, Value};
 
 use crate::{
     browser::{Journey, UiLab},
-    Binaries,
+    figure, percentile, Binaries,
 };
-
-fn figure(name: &str, value: impl std::fmt::Display, unit: &str) {
-    println!("{name} {value} {unit}");
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
 
 fn summary(name: &str, mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);

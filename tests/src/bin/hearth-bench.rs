@@ -38,7 +38,7 @@ use std::{
 
 use anyhow::{bail, Context};
 use hearth_sync::{DocumentStore, Note, NotePatch, TextEdit};
-use hearth_tests::{allow, free_udp_port, Binaries, HubProc, NodeHome, Proc};
+use hearth_tests::{allow, figure, free_udp_port, percentile, Binaries, HubProc, NodeHome, Proc};
 
 struct Opts {
     clients: usize,
@@ -106,20 +106,8 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
-fn figure(name: &str, value: impl std::fmt::Display, unit: &str) {
-    println!("{name} {value} {unit}");
-}
-
 fn progress(msg: &str) {
     eprintln!("[hearth-bench] {msg}");
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
 }
 
 fn rss_mb(pid: u32) -> f64 {

@@ -2,9 +2,9 @@
 //! namespace of their own, joined by a veth pair. The node finds the hub over mDNS,
 //! pairs with a code, and syncs. All mDNS traffic stays inside the two namespaces.
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
-use hearth_tests::{hub_cli, run_ok, NodeHome, Proc};
+use hearth_tests::{can_make_namespaces, hub_cli, ip, run_ok, NodeHome, Proc};
 
 use crate::{bins, sub, tempdir};
 
@@ -12,18 +12,6 @@ use crate::{bins, sub, tempdir};
 struct Lan {
     hub_ns: String,
     node_ns: String,
-}
-
-fn ip(args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("ip").args(args).output()?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(())
 }
 
 impl Lan {
@@ -61,15 +49,6 @@ impl Drop for Lan {
         let _ = ip(&["netns", "del", &self.hub_ns]);
         let _ = ip(&["netns", "del", &self.node_ns]);
     }
-}
-
-fn can_make_namespaces() -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout.starts_with(b"0"))
-        .unwrap_or(false);
-    root && Command::new("ip").arg("-V").output().is_ok()
 }
 
 #[test]

@@ -27,7 +27,10 @@ use std::{
 };
 
 use hearth_net::PairTicket;
-use hearth_tests::{eventually, hub_cli, set_provider_key, Binaries, HubProc, NodeHome, Proc};
+use hearth_tests::{
+    can_make_namespaces, eventually, hub_cli, ip, set_provider_key, Binaries, HubProc, NodeHome,
+    Proc,
+};
 use iroh_tickets::Ticket;
 
 use crate::{bins, sub, tempdir};
@@ -36,27 +39,6 @@ const RELAY_URL: &str = "http://10.203.1.1:3340/";
 /// What the fake model in the hub's namespace answers.
 const REPLY: &str = "Hello from home, wherever you are.";
 const WAIT: Duration = Duration::from_secs(60);
-
-fn ip(args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("ip").args(args).output()?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(())
-}
-
-fn can_make_namespaces() -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout.starts_with(b"0"))
-        .unwrap_or(false);
-    root && Command::new("ip").arg("-V").output().is_ok()
-}
 
 /// Three namespaces (hub, relay, node), the two links through the relay's namespace, and
 /// later the direct link; all removed on drop.

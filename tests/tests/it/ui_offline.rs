@@ -10,7 +10,7 @@ use crate::{bins, tempdir};
 
 #[test]
 fn notes_and_tasks_made_offline_on_the_laptop_appear_live_on_the_hub() -> anyhow::Result<()> {
-    if !hearth_tests::browser::can_make_namespaces() {
+    if !hearth_tests::can_make_namespaces() {
         eprintln!("SKIPPED: cutting the node's link needs root and iproute2 (network namespaces)");
         return Ok(());
     }

@@ -3,13 +3,8 @@
 //! every keystroke of both kept, each caret where its writer left it, emoji whole, and
 //! both UIs and both servers end with the same text.
 
-use std::time::Duration;
-
-use hearth_tests::{
-    browser::{Journey, UiLab},
-    eventually,
-};
-use serde_json::{json, Value};
+use hearth_tests::browser::{Journey, UiLab};
+use serde_json::Value;
 
 use crate::{bins, tempdir};
 
@@ -17,24 +12,14 @@ const START: &str = "Shared paragraph: the hub writes here and the laptop writes
 
 #[test]
 fn two_writers_keep_every_keystroke_live_and_across_a_cut() -> anyhow::Result<()> {
-    if !hearth_tests::browser::can_make_namespaces() {
+    if !hearth_tests::can_make_namespaces() {
         eprintln!("SKIPPED: cutting the node's link needs root and iproute2 (network namespaces)");
         return Ok(());
     }
     let dir = tempdir();
     let mut lab = UiLab::cuttable(&bins(), dir.path(), &[])?;
-    let body = json!({ "title": "Written by two", "content": START }).to_string();
-    let (status, created) = lab.hub_api("POST", "/api/v1/notes", Some(&body))?;
-    anyhow::ensure!(status == 201, "creating the note: {status} {created}");
-    let id = serde_json::from_str::<Value>(&created)?["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
     // The journey starts once the note is on the node too.
-    eventually(Duration::from_secs(30), || {
-        let (status, _) = lab.node_api("GET", &format!("/api/v1/notes/{id}"), None)?;
-        Ok(status == 200)
-    })?;
+    let id = lab.note_on_both("Written by two", START)?;
     let mut config = lab.config()?;
     config["note"] = Value::from(id);
     config["start"] = Value::from(START);

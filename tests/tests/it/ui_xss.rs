@@ -3,13 +3,8 @@
 //! search, title, editor and preview show its characters, and nothing of it runs or
 //! becomes an element.
 
-use std::time::Duration;
-
-use hearth_tests::{
-    browser::{Journey, UiLab},
-    eventually,
-};
-use serde_json::{json, Value};
+use hearth_tests::browser::{Journey, UiLab};
+use serde_json::Value;
 
 use crate::{bins, tempdir};
 
@@ -24,17 +19,7 @@ const CONTENT: &str = concat!(
 fn a_note_of_markup_renders_as_text_on_hub_and_node() -> anyhow::Result<()> {
     let dir = tempdir();
     let mut lab = UiLab::start(&bins(), dir.path(), &[])?;
-    let body = json!({ "title": TITLE, "content": CONTENT }).to_string();
-    let (status, created) = lab.hub_api("POST", "/api/v1/notes", Some(&body))?;
-    anyhow::ensure!(status == 201, "creating the note: {status} {created}");
-    let id = serde_json::from_str::<Value>(&created)?["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    eventually(Duration::from_secs(30), || {
-        let (status, _) = lab.node_api("GET", &format!("/api/v1/notes/{id}"), None)?;
-        Ok(status == 200)
-    })?;
+    let id = lab.note_on_both(TITLE, CONTENT)?;
     let mut config = lab.config()?;
     config["note"] = Value::from(id);
     config["title"] = Value::from(TITLE);
