@@ -6,7 +6,8 @@
 //! whose stdout lines can be awaited and whose stderr goes to a file; [`HubProc`] and
 //! [`NodeHome`] wrap the usual steps; [`relay`] runs a local iroh relay for the
 //! away-from-home tests and [`fake_model`] a model provider a namespaced hub can reach;
-//! [`browser`] runs the web UI's journeys in headless Chromium against them.
+//! [`browser`] runs the web UI's journeys in headless Chromium against them;
+//! [`mcp_server_entry`] finds the real MCP servers installed in `tests/mcp`.
 //! Nothing here sends a packet off this machine.
 
 use std::{
@@ -24,6 +25,7 @@ use anyhow::{anyhow, bail, Context};
 pub mod agent_bench;
 pub mod browser;
 pub mod fake_model;
+pub mod mcp_bench;
 pub mod relay;
 pub mod ui_bench;
 
@@ -157,6 +159,37 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[idx.min(sorted.len() - 1)]
+}
+
+/// `tests/mcp`: the MCP servers the plugin tests and `hearth-bench mcp` run, pinned in
+/// its `package-lock.json` and installed by `npm ci --prefix tests/mcp` (`.ci/run` does).
+pub fn mcp_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp")
+}
+
+/// The entry script of MCP server `package` (e.g. `server-everything`, under
+/// `@modelcontextprotocol/`) installed in [`mcp_dir`]; fails saying how to install it.
+pub fn mcp_server_entry(package: &str) -> anyhow::Result<PathBuf> {
+    let entry = mcp_dir()
+        .join("node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
+    anyhow::ensure!(
+        entry.is_file(),
+        "{} is missing: run `npm ci --prefix tests/mcp` (Node.js and npm needed)",
+        entry.display()
+    );
+    Ok(entry)
+}
+
+/// The `node` executable by absolute path, for a plugin's command line: a server gets
+/// only the environment its plugin declared, so it cannot count on `PATH`.
+pub fn node_exe() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("node"))
+        .find(|exe| exe.is_file())
+        .context("no `node` on PATH: install Node.js (`apt-get install nodejs npm`)")
 }
 
 /// Runs a command to completion; fails with its stderr if it fails.

@@ -29,6 +29,11 @@
 //!
 //! `hearth-bench ui [--notes N] [--edits N]` (default 1,000 notes, 50 keystrokes): the
 //! web UI in headless Chromium against a hub and a node, see `hearth_tests::ui_bench`.
+//!
+//! `hearth-bench mcp [--requests N]` (default 300 calls; needs `npm ci --prefix
+//! tests/mcp`): an MCP tool call through the hub against the same call made directly to
+//! the server, and the hub's time to ready with and without five MCP servers, see
+//! `hearth_tests::mcp_bench`.
 
 use std::{
     path::{Path, PathBuf},
@@ -92,6 +97,14 @@ fn main() -> anyhow::Result<()> {
             opts.notes,
             if opts.edits == 1_000 { 50 } else { opts.edits },
         ),
+        Some("mcp") => hearth_tests::mcp_bench::run(
+            &Binaries::new(std::env::current_exe()?),
+            if opts.requests == 2_000 {
+                300
+            } else {
+                opts.requests
+            },
+        ),
         Some("agent") => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?
@@ -101,7 +114,7 @@ fn main() -> anyhow::Result<()> {
                 opts.edits
             })),
         _ => bail!(
-            "usage: hearth-bench sync|pair|agent|api|ui [--docs N] [--edits N] [--js-docs N] [--no-js] [--clients N] [--requests N] [--notes N]"
+            "usage: hearth-bench sync|pair|agent|api|ui|mcp [--docs N] [--edits N] [--js-docs N] [--no-js] [--clients N] [--requests N] [--notes N]"
         ),
     }
 }

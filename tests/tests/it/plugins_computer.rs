@@ -1,0 +1,109 @@
+//! The built-in computer plugin through the owner's tool-call route of a running hub:
+//! a file inside the project's directory is read, while `..`, an absolute path and a
+//! symlink out of the directory are refused; `web_fetch` of a page on 127.0.0.1 is
+//! refused before any connection is made.
+
+use std::{io::ErrorKind, net::TcpListener};
+
+use serde_json::{json, Value};
+
+use crate::plugins_lab::{api_json, Lab};
+
+/// The owner calls computer tool `tool` in `project`: (HTTP status, answer).
+fn call(
+    hub: &hearth_tests::HubProc,
+    project: &str,
+    tool: &str,
+    arguments: Value,
+) -> anyhow::Result<(u16, Value)> {
+    let body = json!({ "project": project, "arguments": arguments }).to_string();
+    let (status, text) = hub.api(
+        "POST",
+        &format!("/api/v1/plugins/computer/tools/{tool}"),
+        Some(&body),
+    )?;
+    Ok((
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    ))
+}
+
+/// A refusal: an error status, or a tool result marked as an error, saying something.
+fn refused((status, answer): &(u16, Value)) -> bool {
+    let said = answer.to_string();
+    (*status >= 400 || answer["isError"] == true) && said.len() > 2
+}
+
+#[test]
+fn the_computer_plugin_keeps_to_the_project_and_off_loopback() -> anyhow::Result<()> {
+    let lab = Lab::new()?;
+    let hub = lab.start_hub()?;
+    let projects = api_json(&hub, "GET", "/api/v1/projects?limit=200", None)?;
+    let general = projects["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["title"] == "general")
+        .and_then(|p| p["id"].as_str())
+        .ok_or_else(|| anyhow::anyhow!("no general project in {projects}"))?
+        .to_string();
+    let plugins = api_json(&hub, "GET", "/api/v1/plugins?limit=200", None)?;
+    assert!(
+        plugins["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["name"] == "computer" && p["enabled"] == true),
+        "the computer plugin is built in and on: {plugins}"
+    );
+
+    // The project's directory, with a file in it and a symlink out to the database.
+    let project_dir = lab.home.join("projects").join(&general);
+    std::fs::create_dir_all(&project_dir)?;
+    std::fs::write(project_dir.join("inside.txt"), "inside the project")?;
+    std::fs::write(lab.home.join("projects").join("x"), "next door")?;
+    std::os::unix::fs::symlink(lab.home.join("hub.db"), project_dir.join("db-link"))?;
+
+    let read = |path: &str| {
+        call(
+            &hub,
+            &general,
+            "computer_file_read",
+            json!({ "path": path }),
+        )
+    };
+    let inside = read("inside.txt")?;
+    assert_eq!(inside.0, 200, "{inside:?}");
+    assert_ne!(inside.1["isError"], true, "{inside:?}");
+    assert!(
+        inside.1["output"]
+            .to_string()
+            .contains("inside the project"),
+        "{inside:?}"
+    );
+    for escape in [
+        "../x".to_string(),
+        lab.home.join("hub.db").display().to_string(),
+        "db-link".to_string(),
+    ] {
+        let answer = read(&escape)?;
+        assert!(refused(&answer), "{escape}: {answer:?}");
+        let said = answer.1.to_string();
+        assert!(
+            !said.contains("next door") && !said.contains("SQLite format 3"),
+            "{escape}: {answer:?}"
+        );
+    }
+
+    // A page on loopback: refused, and never asked for.
+    let page = TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/secret", page.local_addr()?);
+    let answer = call(&hub, &general, "computer_web_fetch", json!({ "url": url }))?;
+    assert!(refused(&answer), "{answer:?}");
+    page.set_nonblocking(true)?;
+    match page.accept() {
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        other => panic!("the hub connected to the loopback page: {other:?}"),
+    }
+    Ok(())
+}
