@@ -101,7 +101,7 @@ fn tail_suffix(stderr: &str) -> String {
 }
 
 /// What one server needs to start, resolved by the supervisor.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Launch {
     /// The plugin.
     pub plugin: String,
@@ -360,7 +360,7 @@ async fn read_stderr(
 ) {
     let mut buf = [0u8; 4096];
     let mut line: Vec<u8> = Vec::new();
-    let mut emit = |line: &mut Vec<u8>| {
+    let emit = |line: &mut Vec<u8>| {
         let text = String::from_utf8_lossy(line).trim_end().to_string();
         line.clear();
         if !text.is_empty() {
@@ -640,18 +640,6 @@ impl Connection {
         self.peer.clone()
     }
 
-    /// Every tool the server lists (all pages), within `timeout`.
-    pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<Tool>, ServerError> {
-        match tokio::time::timeout(timeout, self.peer.list_all_tools()).await {
-            Ok(Ok(tools)) => Ok(tools),
-            Ok(Err(e)) => Err(ServerError::Request(format!("listing tools: {e}"))),
-            Err(_) => Err(ServerError::Request(format!(
-                "listing tools: no answer within {}s",
-                timeout.as_secs()
-            ))),
-        }
-    }
-
     /// Notified when the server says its tools changed.
     pub fn tools_notify(&self) -> Arc<Notify> {
         self.tools_changed.clone()
@@ -704,6 +692,18 @@ impl Connection {
         if let Some(task) = self.stderr_task.take() {
             task.abort();
         }
+    }
+}
+
+/// Every tool the server behind `peer` lists (all pages), within `timeout`.
+pub async fn list_tools(peer: &Peer<RoleClient>, timeout: Duration) -> Result<Vec<Tool>, ServerError> {
+    match tokio::time::timeout(timeout, peer.list_all_tools()).await {
+        Ok(Ok(tools)) => Ok(tools),
+        Ok(Err(e)) => Err(ServerError::Request(format!("listing tools: {e}"))),
+        Err(_) => Err(ServerError::Request(format!(
+            "listing tools: no answer within {}s",
+            timeout.as_secs()
+        ))),
     }
 }
 

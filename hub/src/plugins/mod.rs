@@ -16,6 +16,8 @@ pub mod mcp;
 pub mod sandbox;
 pub mod store;
 pub mod supervisor;
+#[cfg(all(test, target_os = "linux"))]
+mod tests;
 
 use std::ffi::OsString;
 
@@ -114,7 +116,11 @@ pub async fn call_tool(
         .await;
     let (output, is_error) = match ran {
         Ok(serde_json::Value::String(s)) => (serde_json::Value::String(agent.redact_text(&s)), false),
-        Ok(v) => (agent.redact_json(&v), false),
+        // Redacting the JSON text also catches each secret's escaped form.
+        Ok(v) => {
+            let text = agent.redact_text(&v.to_string());
+            (serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)), false)
+        }
         Err(e) => (serde_json::Value::String(agent.redact_text(&e.to_string())), true),
     };
     let outcome = match &output {

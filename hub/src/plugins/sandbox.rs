@@ -211,7 +211,8 @@ mod tests {
             cwd: "/home/u/.hearth/plugins/files".into(),
             ..confinement(false)
         };
-        let args = strings(&bwrap_args(&c, "srv", &[]));
+        let built = bwrap_args(&c, "srv", &[]);
+        let args = strings(&built);
         assert!(!args.iter().any(|a| a.contains("projects")), "{args:?}");
         let tmpfs = args.iter().position(|a| *a == "--tmpfs").expect("tmpfs");
         let bind = args

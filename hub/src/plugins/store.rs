@@ -106,7 +106,7 @@ pub enum SandboxMode {
 
 /// How the hub reaches an MCP server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "transport", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(tag = "transport", rename_all = "lowercase")]
 pub enum Transport {
     /// A program the hub spawns, speaking MCP on its standard input and output.
     Stdio {
@@ -130,9 +130,9 @@ pub enum Transport {
     },
 }
 
-/// One MCP server of a plugin.
+/// One MCP server of a plugin. (Its transport is flattened in, so unknown fields cannot
+/// be refused here: serde does not combine the two.)
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ServerSpec {
     /// Its name within the plugin (`^[a-z0-9][a-z0-9-]{0,31}$`).
     pub name: String,

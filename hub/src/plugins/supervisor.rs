@@ -555,7 +555,7 @@ async fn run_server(
             Ok(mut conn) => {
                 status.pid = conn.pid;
                 let changed = conn.tools_notify();
-                let registered = register(&launch, &conn, &deps, &source).await;
+                let registered = register(&launch, &conn.peer(), &deps, &source).await;
                 let why = match registered {
                     Err(e) => e,
                     Ok(n) => {
@@ -572,7 +572,7 @@ async fn run_server(
                                     break 'life;
                                 }
                                 _ = changed.notified() => {
-                                    match register(&launch, &conn, &deps, &source).await {
+                                    match register(&launch, &conn.peer(), &deps, &source).await {
                                         Ok(n) => {
                                             tracing::info!(plugin = %key.0, server = %key.1, tools = n, "MCP server's tools changed");
                                             status.tools = n;
@@ -617,15 +617,14 @@ async fn run_server(
 /// them in `plugin_tools`; how many the registry took.
 async fn register(
     launch: &Launch,
-    conn: &mcp::Connection,
+    peer: &rmcp::Peer<rmcp::service::RoleClient>,
     deps: &Arc<SupervisorDeps>,
     source: &ToolSource,
 ) -> Result<usize, String> {
-    let tools = conn
-        .list_tools(launch.init_timeout)
+    let tools = mcp::list_tools(peer, launch.init_timeout)
         .await
         .map_err(|e| e.to_string())?;
-    let (descriptors, cached) = mcp::descriptors(launch, &tools, &conn.peer(), now_ms());
+    let (descriptors, cached) = mcp::descriptors(launch, &tools, peer, now_ms());
     deps.registry.set_source(source.clone(), descriptors);
     let registered = deps
         .registry
