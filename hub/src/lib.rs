@@ -46,6 +46,7 @@ pub mod hub_client;
 pub mod hubdb;
 pub mod owner;
 pub mod pair_service;
+pub mod plugins;
 pub mod projects;
 pub mod rpc_service;
 pub mod secrets;
@@ -293,6 +294,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     let redactor = secrets.redactor()?;
     secrets::set_log_redactor(redactor.clone());
     agent.set_redactor(redactor);
+    agent.set_secrets(secrets.clone());
     // The one numbered event stream: chat (hooked by the chat service), documents, devices.
     let events = Arc::new(events::EventHub::new());
     let chat = Arc::new(chat::ChatService::new(
