@@ -110,7 +110,11 @@ enum PluginsCommand {
         #[arg(long = "env", value_name = "NAME|NAME=VALUE|NAME=secret:KEY")]
         env: Vec<String>,
         /// A header sent to a remote server, like --env (e.g. Authorization=secret:token).
-        #[arg(long = "header", value_name = "NAME=VALUE|NAME=secret:KEY", requires = "url")]
+        #[arg(
+            long = "header",
+            value_name = "NAME=VALUE|NAME=secret:KEY",
+            requires = "url"
+        )]
         headers: Vec<String>,
         /// Run the server without the sandbox (it can then read the hub's data).
         #[arg(long)]

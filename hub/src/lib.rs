@@ -300,6 +300,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     let redactor = secrets.redactor()?;
     secrets::set_log_redactor(redactor.clone());
     agent.set_redactor(redactor);
+    agent.set_secrets(secrets.clone());
     // Plugins: the built-in computer exists from the first start; the supervisor that
     // runs the plugins' servers starts last, in the background.
     let plugin_store = Arc::new(plugins::PluginStore::open(&hub_db)?);

@@ -48,12 +48,7 @@ pub(super) fn routes() -> ApiRoutes<ApiState> {
             "Enable, disable or change a plugin",
             patch,
         )
-        .route(
-            Verb::Delete,
-            "/plugins/{name}",
-            "Remove a plugin",
-            remove,
-        )
+        .route(Verb::Delete, "/plugins/{name}", "Remove a plugin", remove)
         .route(
             Verb::Get,
             "/plugins/{name}/tools",

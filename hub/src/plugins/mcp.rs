@@ -269,13 +269,20 @@ pub fn result_value(result: CallToolResult) -> Result<Value, ToolError> {
         .iter()
         .map(|block| match block {
             ContentBlock::Text(t) => t.text.clone(),
-            ContentBlock::Image(i) => format!("[image {}, {} bytes]", i.mime_type, i.data.len() * 3 / 4),
-            ContentBlock::Audio(a) => format!("[audio {}, {} bytes]", a.mime_type, a.data.len() * 3 / 4),
+            ContentBlock::Image(i) => {
+                format!("[image {}, {} bytes]", i.mime_type, i.data.len() * 3 / 4)
+            }
+            ContentBlock::Audio(a) => {
+                format!("[audio {}, {} bytes]", a.mime_type, a.data.len() * 3 / 4)
+            }
             ContentBlock::Resource(r) => match &r.resource {
                 ResourceContents::TextResourceContents { text, .. } => text.clone(),
                 ResourceContents::BlobResourceContents { uri, mime_type, .. } => format!(
                     "[binary resource {uri}{}]",
-                    mime_type.as_deref().map(|m| format!(", {m}")).unwrap_or_default()
+                    mime_type
+                        .as_deref()
+                        .map(|m| format!(", {m}"))
+                        .unwrap_or_default()
                 ),
                 _ => "[resource]".into(),
             },
@@ -387,7 +394,10 @@ async fn read_stderr(
 }
 
 type Quit = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<rmcp::service::QuitReason, tokio::task::JoinError>> + Send>,
+    Box<
+        dyn std::future::Future<Output = Result<rmcp::service::QuitReason, tokio::task::JoinError>>
+            + Send,
+    >,
 >;
 
 /// A started server: its MCP session, and for a stdio server its process.
@@ -420,11 +430,7 @@ pub async fn connect(
 ) -> Result<Connection, ServerError> {
     let tools_changed = Arc::new(Notify::new());
     let client = HearthClient {
-        roots: launch
-            .project_dir
-            .iter()
-            .map(|d| file_uri(d))
-            .collect(),
+        roots: launch.project_dir.iter().map(|d| file_uri(d)).collect(),
         tools_changed: tools_changed.clone(),
     };
     let project = launch.project;
@@ -696,7 +702,10 @@ impl Connection {
 }
 
 /// Every tool the server behind `peer` lists (all pages), within `timeout`.
-pub async fn list_tools(peer: &Peer<RoleClient>, timeout: Duration) -> Result<Vec<Tool>, ServerError> {
+pub async fn list_tools(
+    peer: &Peer<RoleClient>,
+    timeout: Duration,
+) -> Result<Vec<Tool>, ServerError> {
     match tokio::time::timeout(timeout, peer.list_all_tools()).await {
         Ok(Ok(tools)) => Ok(tools),
         Ok(Err(e)) => Err(ServerError::Request(format!("listing tools: {e}"))),
@@ -820,10 +829,22 @@ mod tests {
     #[test]
     fn the_environment_is_cleared_but_for_the_base_and_the_declared() {
         let bindings = vec![
-            EnvBinding { name: "GITHUB_TOKEN".into(), source: EnvSource::Hub },
-            EnvBinding { name: "MODE".into(), source: EnvSource::Value("fast".into()) },
-            EnvBinding { name: "API_KEY".into(), source: EnvSource::Secret("api".into()) },
-            EnvBinding { name: "LANG".into(), source: EnvSource::Value("fr_FR.UTF-8".into()) },
+            EnvBinding {
+                name: "GITHUB_TOKEN".into(),
+                source: EnvSource::Hub,
+            },
+            EnvBinding {
+                name: "MODE".into(),
+                source: EnvSource::Value("fast".into()),
+            },
+            EnvBinding {
+                name: "API_KEY".into(),
+                source: EnvSource::Secret("api".into()),
+            },
+            EnvBinding {
+                name: "LANG".into(),
+                source: EnvSource::Value("fr_FR.UTF-8".into()),
+            },
         ];
         let secret = |k: &str| -> Result<Option<SecretValue>, String> {
             Ok((k == "api").then(|| SecretValue::new("s3cret")))
@@ -837,7 +858,11 @@ mod tests {
         };
         assert_eq!(get("PATH").as_deref(), Some("/usr/bin:/bin"));
         assert_eq!(get("HOME").as_deref(), Some("/home/u"));
-        assert_eq!(get("LANG").as_deref(), Some("fr_FR.UTF-8"), "a binding overrides the base");
+        assert_eq!(
+            get("LANG").as_deref(),
+            Some("fr_FR.UTF-8"),
+            "a binding overrides the base"
+        );
         assert_eq!(get("TMPDIR"), None, "the hub has none");
         assert_eq!(get("GITHUB_TOKEN").as_deref(), Some("ghp_x"));
         assert_eq!(get("MODE").as_deref(), Some("fast"));
@@ -849,10 +874,16 @@ mod tests {
 
     #[test]
     fn a_binding_without_a_value_fails_the_start() {
-        let missing_hub = [EnvBinding { name: "NOPE".into(), source: EnvSource::Hub }];
+        let missing_hub = [EnvBinding {
+            name: "NOPE".into(),
+            source: EnvSource::Hub,
+        }];
         let e = resolve_bindings(&missing_hub, &hub_env, &no_secret).expect_err("missing");
         assert!(e.to_string().contains("NOPE"), "{e}");
-        let missing_secret = [EnvBinding { name: "K".into(), source: EnvSource::Secret("k".into()) }];
+        let missing_secret = [EnvBinding {
+            name: "K".into(),
+            source: EnvSource::Secret("k".into()),
+        }];
         let e = resolve_bindings(&missing_secret, &hub_env, &no_secret).expect_err("missing");
         assert!(e.to_string().contains("not set"), "{e}");
         let failing = |_: &str| -> Result<Option<SecretValue>, String> { Err("locked".into()) };
@@ -888,21 +919,28 @@ mod tests {
 
     #[test]
     fn file_uris_are_escaped() {
-        assert_eq!(file_uri(Path::new("/home/u/p 1/%x")), "file:///home/u/p%201/%25x");
+        assert_eq!(
+            file_uri(Path::new("/home/u/p 1/%x")),
+            "file:///home/u/p%201/%25x"
+        );
         assert_eq!(file_uri(Path::new("/a/b-c_d.e~f")), "file:///a/b-c_d.e~f");
     }
 
     #[test]
     fn results_become_text_structure_or_failure() {
-        let text = CallToolResult::success(vec![
-            ContentBlock::text("one"),
-            ContentBlock::text("two"),
-        ]);
-        assert_eq!(result_value(text).expect("ok"), Value::String("one\ntwo".into()));
+        let text =
+            CallToolResult::success(vec![ContentBlock::text("one"), ContentBlock::text("two")]);
+        assert_eq!(
+            result_value(text).expect("ok"),
+            Value::String("one\ntwo".into())
+        );
         let structured = CallToolResult::structured(serde_json::json!({"n": 1}));
         let v = result_value(structured).expect("ok");
         // rmcp also puts the JSON in a text block; either way the model sees the object.
-        assert!(v == serde_json::json!({"n": 1}) || v == Value::String(r#"{"n":1}"#.into()), "{v}");
+        assert!(
+            v == serde_json::json!({"n": 1}) || v == Value::String(r#"{"n":1}"#.into()),
+            "{v}"
+        );
         let failed = CallToolResult::error(vec![ContentBlock::text("no such file")]);
         match result_value(failed) {
             Err(ToolError::Failed(m)) => assert_eq!(m, "no such file"),

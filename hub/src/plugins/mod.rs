@@ -1,6 +1,7 @@
 //! Plugins: what the agent can do beyond Hearth's documents, each plugin a built-in
 //! (the computer) or a set of MCP servers, kept in `hub.db`.
 //!
+//! - [`kv`]: each plugin's key-value store per project;
 //! - [`store`]: the plugins and their cached tools in `hub.db` (the truth the API and
 //!   `hearth-hub plugins …` write);
 //! - [`supervisor`]: the hub's task that runs the enabled plugins' servers, registers
@@ -12,6 +13,7 @@
 //! This module owns a plugin's host-side state; it never decides which tools a project
 //! may use (the agent's permissions do) and never shows a secret's value.
 
+pub mod kv;
 pub mod mcp;
 pub mod sandbox;
 pub mod store;
@@ -115,18 +117,33 @@ pub async fn call_tool(
         .call(agent.tool_context(project), arguments.clone())
         .await;
     let (output, is_error) = match ran {
-        Ok(serde_json::Value::String(s)) => (serde_json::Value::String(agent.redact_text(&s)), false),
+        Ok(serde_json::Value::String(s)) => {
+            (serde_json::Value::String(agent.redact_text(&s)), false)
+        }
         // Redacting the JSON text also catches each secret's escaped form.
         Ok(v) => {
             let text = agent.redact_text(&v.to_string());
-            (serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)), false)
+            (
+                serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+                false,
+            )
         }
-        Err(e) => (serde_json::Value::String(agent.redact_text(&e.to_string())), true),
+        Err(e) => (
+            serde_json::Value::String(agent.redact_text(&e.to_string())),
+            true,
+        ),
     };
     let outcome = match &output {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    agent.audit_direct("api", &project, &descriptor.name, &arguments, &outcome, is_error);
+    agent.audit_direct(
+        "api",
+        &project,
+        &descriptor.name,
+        &arguments,
+        &outcome,
+        is_error,
+    );
     Ok(Called { output, is_error })
 }

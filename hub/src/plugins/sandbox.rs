@@ -130,7 +130,9 @@ pub fn command_line(
     args: &[String],
 ) -> (OsString, Vec<OsString>) {
     match decision {
-        Decision::Bubblewrap(bwrap) => (bwrap.clone().into_os_string(), bwrap_args(c, program, args)),
+        Decision::Bubblewrap(bwrap) => {
+            (bwrap.clone().into_os_string(), bwrap_args(c, program, args))
+        }
         Decision::Unconfined(_) => (program.into(), args.iter().map(OsString::from).collect()),
     }
 }
@@ -142,8 +144,7 @@ pub fn display(program: &OsStr, args: &[OsString]) -> String {
         .map(|a| {
             let s = a.to_string_lossy();
             if !s.is_empty()
-                && s
-                    .chars()
+                && s.chars()
                     .all(|c| c.is_ascii_alphanumeric() || "-_./=:@,+%".contains(c))
             {
                 s.into_owned()
@@ -242,11 +243,21 @@ mod tests {
     #[test]
     fn command_line_wraps_only_when_sandboxed() {
         let c = confinement(true);
-        let (p, a) = command_line(&Decision::Unconfined("x".into()), &c, "srv", &["a b".into()]);
+        let (p, a) = command_line(
+            &Decision::Unconfined("x".into()),
+            &c,
+            "srv",
+            &["a b".into()],
+        );
         assert_eq!(p, "srv");
         assert_eq!(strings(&a), ["a b"]);
         assert_eq!(display(&p, &a), "srv 'a b'");
-        let (p, a) = command_line(&Decision::Bubblewrap("/usr/bin/bwrap".into()), &c, "srv", &[]);
+        let (p, a) = command_line(
+            &Decision::Bubblewrap("/usr/bin/bwrap".into()),
+            &c,
+            "srv",
+            &[],
+        );
         assert_eq!(p, "/usr/bin/bwrap");
         assert_eq!(a.first().and_then(|s| s.to_str()), Some("--bind"));
         assert_eq!(a.last().and_then(|s| s.to_str()), Some("srv"));

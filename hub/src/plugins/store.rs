@@ -249,19 +249,31 @@ fn check_bindings(
     let mut seen = std::collections::BTreeSet::new();
     for b in bindings {
         if !valid(&b.name) {
-            return Err(PluginError::Invalid(format!("{what} name {:?} is not valid", b.name)));
+            return Err(PluginError::Invalid(format!(
+                "{what} name {:?} is not valid",
+                b.name
+            )));
         }
         if !seen.insert(b.name.to_ascii_lowercase()) {
-            return Err(PluginError::Invalid(format!("{what} {:?} is declared twice", b.name)));
+            return Err(PluginError::Invalid(format!(
+                "{what} {:?} is declared twice",
+                b.name
+            )));
         }
         match &b.source {
             EnvSource::Hub => {}
             EnvSource::Value(v) if v.contains('\0') => {
-                return Err(PluginError::Invalid(format!("{what} {:?}: a value cannot hold NUL", b.name)));
+                return Err(PluginError::Invalid(format!(
+                    "{what} {:?}: a value cannot hold NUL",
+                    b.name
+                )));
             }
             EnvSource::Value(_) => {}
             EnvSource::Secret(key) if key.is_empty() || key.len() > 200 => {
-                return Err(PluginError::Invalid(format!("{what} {:?}: a secret key is 1-200 characters", b.name)));
+                return Err(PluginError::Invalid(format!(
+                    "{what} {:?}: a secret key is 1-200 characters",
+                    b.name
+                )));
             }
             EnvSource::Secret(_) if project.is_none() => {
                 return Err(PluginError::Invalid(format!(
@@ -301,7 +313,10 @@ fn check(
             )));
         }
         if !names.insert(s.name.as_str()) {
-            return Err(PluginError::Invalid(format!("two servers are named {:?}", s.name)));
+            return Err(PluginError::Invalid(format!(
+                "two servers are named {:?}",
+                s.name
+            )));
         }
         if !(1..=MAX_CALL_TIMEOUT_SECS).contains(&s.call_timeout_secs) {
             return Err(PluginError::Invalid(format!(
@@ -312,13 +327,22 @@ fn check(
         match &s.transport {
             Transport::Stdio { command, args, cwd } => {
                 if command.trim().is_empty() {
-                    return Err(PluginError::Invalid(format!("server {:?} has no command", s.name)));
+                    return Err(PluginError::Invalid(format!(
+                        "server {:?} has no command",
+                        s.name
+                    )));
                 }
                 if command.contains('\0') || args.iter().any(|a| a.contains('\0')) {
-                    return Err(PluginError::Invalid(format!("server {:?}: NUL in its command line", s.name)));
+                    return Err(PluginError::Invalid(format!(
+                        "server {:?}: NUL in its command line",
+                        s.name
+                    )));
                 }
                 if cwd.as_ref().is_some_and(|c| !c.is_absolute()) {
-                    return Err(PluginError::Invalid(format!("server {:?}: cwd must be an absolute path", s.name)));
+                    return Err(PluginError::Invalid(format!(
+                        "server {:?}: cwd must be an absolute path",
+                        s.name
+                    )));
                 }
             }
             Transport::Http { url, headers } => {
@@ -355,9 +379,20 @@ pub struct PluginStore {
     conn: Mutex<Connection>,
 }
 
-const COLUMNS: &str = "name, builtin, enabled, env, servers, settings, project, created_at, updated_at";
+const COLUMNS: &str =
+    "name, builtin, enabled, env, servers, settings, project, created_at, updated_at";
 
-type Row = (String, bool, bool, String, String, String, Option<String>, i64, i64);
+type Row = (
+    String,
+    bool,
+    bool,
+    String,
+    String,
+    String,
+    Option<String>,
+    i64,
+    i64,
+);
 
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
     Ok((
@@ -531,7 +566,7 @@ impl PluginStore {
         let names: Vec<&str> = p.servers.iter().map(|s| s.name.as_str()).collect();
         if !p.builtin {
             tx.execute(
-            "DELETE FROM plugin_tools WHERE plugin = ?1
+                "DELETE FROM plugin_tools WHERE plugin = ?1
                AND server NOT IN (SELECT value FROM json_each(?2))",
                 params![p.name, to_json(&names)?],
             )?;
@@ -571,7 +606,9 @@ impl PluginStore {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         // A plugin removed meanwhile keeps no cache.
         let exists: bool = tx
-            .query_row("SELECT 1 FROM plugins WHERE name = ?1", [plugin], |_| Ok(true))
+            .query_row("SELECT 1 FROM plugins WHERE name = ?1", [plugin], |_| {
+                Ok(true)
+            })
             .optional()?
             .unwrap_or(false);
         tx.execute(
@@ -674,7 +711,17 @@ mod tests {
         for ok in ["a", "files", "0x", "my-plugin-2", &"a".repeat(32)] {
             assert!(valid_name(ok), "{ok}");
         }
-        for bad in ["", "-a", "A", "a_b", "a b", "é", &"a".repeat(33), "a/b", ".."] {
+        for bad in [
+            "",
+            "-a",
+            "A",
+            "a_b",
+            "a b",
+            "é",
+            &"a".repeat(33),
+            "a/b",
+            "..",
+        ] {
             assert!(!valid_name(bad), "{bad}");
         }
     }
@@ -687,9 +734,18 @@ mod tests {
             name: "files".into(),
             enabled: false,
             env: vec![
-                EnvBinding { name: "HOME_TOKEN".into(), source: EnvSource::Hub },
-                EnvBinding { name: "MODE".into(), source: EnvSource::Value("fast".into()) },
-                EnvBinding { name: "API_KEY".into(), source: EnvSource::Secret("api".into()) },
+                EnvBinding {
+                    name: "HOME_TOKEN".into(),
+                    source: EnvSource::Hub,
+                },
+                EnvBinding {
+                    name: "MODE".into(),
+                    source: EnvSource::Value("fast".into()),
+                },
+                EnvBinding {
+                    name: "API_KEY".into(),
+                    source: EnvSource::Secret("api".into()),
+                },
             ],
             servers: vec![
                 stdio("main", "npx"),
@@ -706,7 +762,10 @@ mod tests {
                     call_timeout_secs: 5,
                 },
             ],
-            settings: serde_json::json!({"a": 1}).as_object().cloned().unwrap_or_default(),
+            settings: serde_json::json!({"a": 1})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
             project: Some(project),
         };
         let created = store.create(new.clone()).expect("create");
@@ -733,7 +792,13 @@ mod tests {
         assert_eq!(store.get("files").expect("get"), patched);
         // Unbinding a plugin whose bindings read project secrets is refused.
         let e = store
-            .update("files", PluginPatch { project: Some(None), ..PluginPatch::default() })
+            .update(
+                "files",
+                PluginPatch {
+                    project: Some(None),
+                    ..PluginPatch::default()
+                },
+            )
             .expect_err("secret without project");
         assert!(e.to_string().contains("project"), "{e}");
         assert!(matches!(store.get("nope"), Err(PluginError::NotFound(_))));
@@ -771,30 +836,60 @@ mod tests {
             ..NewPlugin::default()
         };
         let cases = [
-            NewPlugin { name: "Bad".into(), ..base.clone() },
-            NewPlugin { servers: vec![], ..base.clone() },
-            NewPlugin { servers: vec![stdio("main", "a"), stdio("main", "b")], ..base.clone() },
-            NewPlugin { servers: vec![stdio("main", " ")], ..base.clone() },
-            NewPlugin { servers: vec![stdio("Main", "a")], ..base.clone() },
             NewPlugin {
-                servers: vec![ServerSpec { call_timeout_secs: 0, ..stdio("main", "a") }],
+                name: "Bad".into(),
                 ..base.clone()
             },
             NewPlugin {
-                env: vec![EnvBinding { name: "1X".into(), source: EnvSource::Hub }],
+                servers: vec![],
                 ..base.clone()
             },
             NewPlugin {
-                env: vec![EnvBinding { name: "X=Y".into(), source: EnvSource::Hub }],
+                servers: vec![stdio("main", "a"), stdio("main", "b")],
                 ..base.clone()
             },
             NewPlugin {
-                env: vec![EnvBinding { name: "K".into(), source: EnvSource::Secret("k".into()) }],
+                servers: vec![stdio("main", " ")],
+                ..base.clone()
+            },
+            NewPlugin {
+                servers: vec![stdio("Main", "a")],
                 ..base.clone()
             },
             NewPlugin {
                 servers: vec![ServerSpec {
-                    transport: Transport::Http { url: "ftp://x".into(), headers: vec![] },
+                    call_timeout_secs: 0,
+                    ..stdio("main", "a")
+                }],
+                ..base.clone()
+            },
+            NewPlugin {
+                env: vec![EnvBinding {
+                    name: "1X".into(),
+                    source: EnvSource::Hub,
+                }],
+                ..base.clone()
+            },
+            NewPlugin {
+                env: vec![EnvBinding {
+                    name: "X=Y".into(),
+                    source: EnvSource::Hub,
+                }],
+                ..base.clone()
+            },
+            NewPlugin {
+                env: vec![EnvBinding {
+                    name: "K".into(),
+                    source: EnvSource::Secret("k".into()),
+                }],
+                ..base.clone()
+            },
+            NewPlugin {
+                servers: vec![ServerSpec {
+                    transport: Transport::Http {
+                        url: "ftp://x".into(),
+                        headers: vec![],
+                    },
                     ..stdio("main", "a")
                 }],
                 ..base.clone()
@@ -828,16 +923,28 @@ mod tests {
         let c = store.get(COMPUTER).expect("computer");
         assert!(c.builtin && c.enabled && c.servers.is_empty());
         store
-            .update(COMPUTER, PluginPatch { enabled: Some(false), ..PluginPatch::default() })
+            .update(
+                COMPUTER,
+                PluginPatch {
+                    enabled: Some(false),
+                    ..PluginPatch::default()
+                },
+            )
             .expect("disable");
         // A second start keeps it disabled.
         store.ensure_builtin().expect("again");
         assert!(!store.get(COMPUTER).expect("computer").enabled);
-        assert!(matches!(store.remove(COMPUTER), Err(PluginError::Builtin(_))));
+        assert!(matches!(
+            store.remove(COMPUTER),
+            Err(PluginError::Builtin(_))
+        ));
         let e = store
             .update(
                 COMPUTER,
-                PluginPatch { servers: Some(vec![stdio("x", "y")]), ..PluginPatch::default() },
+                PluginPatch {
+                    servers: Some(vec![stdio("x", "y")]),
+                    ..PluginPatch::default()
+                },
             )
             .expect_err("no servers for the builtin");
         assert!(matches!(e, PluginError::Builtin(_)));
@@ -862,11 +969,17 @@ mod tests {
             risky: true,
             discovered_at: 1,
         };
-        store.cache_tools("p", "a", &[tool("a", "p_one"), tool("a", "p_two")]).expect("a");
-        store.cache_tools("p", "b", &[tool("b", "p_three")]).expect("b");
+        store
+            .cache_tools("p", "a", &[tool("a", "p_one"), tool("a", "p_two")])
+            .expect("a");
+        store
+            .cache_tools("p", "b", &[tool("b", "p_three")])
+            .expect("b");
         assert_eq!(store.cached_tools("p").expect("cached").len(), 3);
         // A re-listing replaces the server's tools.
-        store.cache_tools("p", "a", &[tool("a", "p_two")]).expect("again");
+        store
+            .cache_tools("p", "a", &[tool("a", "p_two")])
+            .expect("again");
         let names: Vec<String> = store
             .cached_tools("p")
             .expect("cached")
@@ -877,13 +990,21 @@ mod tests {
         assert_eq!(store.cached_tools("p").expect("c")[0], tool("b", "p_three"));
         // Dropping server b drops its tools.
         store
-            .update("p", PluginPatch { servers: Some(vec![stdio("a", "x")]), ..PluginPatch::default() })
+            .update(
+                "p",
+                PluginPatch {
+                    servers: Some(vec![stdio("a", "x")]),
+                    ..PluginPatch::default()
+                },
+            )
             .expect("drop b");
         assert_eq!(store.cached_tools("p").expect("cached").len(), 1);
         store.remove("p").expect("remove");
         assert!(store.cached_tools("p").expect("cached").is_empty());
         // A late listing of a removed plugin leaves nothing behind.
-        store.cache_tools("p", "a", &[tool("a", "p_two")]).expect("late");
+        store
+            .cache_tools("p", "a", &[tool("a", "p_two")])
+            .expect("late");
         assert!(store.cached_tools("p").expect("cached").is_empty());
         assert!(matches!(store.remove("p"), Err(PluginError::NotFound(_))));
     }

@@ -204,7 +204,11 @@ impl Plugins {
     /// Starts the supervisor; it reads the plugins and starts their servers in the
     /// background (nothing here waits for a server). `store` is the callers' connection
     /// (the API's), apart from the supervisor's own in `deps`.
-    pub fn start(config: SupervisorConfig, deps: SupervisorDeps, store: Arc<PluginStore>) -> Arc<Self> {
+    pub fn start(
+        config: SupervisorConfig,
+        deps: SupervisorDeps,
+        store: Arc<PluginStore>,
+    ) -> Arc<Self> {
         let data_dir = config
             .data_dir
             .canonicalize()
@@ -380,7 +384,8 @@ impl Supervisor {
             }
             let (stop, stopped) = oneshot::channel();
             let before = previous.remove(&key);
-            let (deps, states, config) = (self.deps.clone(), self.states.clone(), self.config.clone());
+            let (deps, states, config) =
+                (self.deps.clone(), self.states.clone(), self.config.clone());
             let l = launch.clone();
             let handle = tokio::spawn(async move {
                 if let Some(before) = before {
@@ -485,7 +490,10 @@ async fn stop_all(tasks: Vec<ServerTask>, mut handles: Vec<JoinHandle<()>>) {
         handles.push(t.handle);
     }
     let all = futures_util::future::join_all(handles.iter_mut());
-    if tokio::time::timeout(Duration::from_secs(5), all).await.is_err() {
+    if tokio::time::timeout(Duration::from_secs(5), all)
+        .await
+        .is_err()
+    {
         tracing::warn!("MCP servers did not stop in time; aborting them");
         for h in &handles {
             h.abort();
@@ -637,7 +645,8 @@ async fn register(
         launch.plugin.clone(),
         launch.spec.name.clone(),
     );
-    let saved = tokio::task::spawn_blocking(move || store.cache_tools(&plugin, &server, &cached)).await;
+    let saved =
+        tokio::task::spawn_blocking(move || store.cache_tools(&plugin, &server, &cached)).await;
     if !matches!(saved, Ok(Ok(()))) {
         tracing::warn!(plugin = %launch.plugin, server = %launch.spec.name, "cannot cache the server's tools");
     }

@@ -34,10 +34,10 @@ fn modules() -> Option<PathBuf> {
         Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp/node_modules")),
         Some(PathBuf::from("/tmp/mcp/node_modules")),
     ];
-    let found = candidates
-        .into_iter()
-        .flatten()
-        .find(|m| m.join("@modelcontextprotocol/server-everything/dist/index.js").is_file());
+    let found = candidates.into_iter().flatten().find(|m| {
+        m.join("@modelcontextprotocol/server-everything/dist/index.js")
+            .is_file()
+    });
     if found.is_none() {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -106,9 +106,8 @@ impl Lab {
         let store = Arc::new(PluginStore::open(&hub_db).expect("plugins"));
         store.ensure_builtin().expect("builtin");
         let registry = Arc::new(ToolRegistry::new());
-        let secrets = Arc::new(
-            SecretStore::open(&hub_db, &home.join("server.secret")).expect("secrets"),
-        );
+        let secrets =
+            Arc::new(SecretStore::open(&hub_db, &home.join("server.secret")).expect("secrets"));
         let config = SupervisorConfig {
             init_timeout,
             poll: Duration::from_millis(200),
@@ -157,7 +156,13 @@ impl Lab {
         }
     }
 
-    fn add(&self, name: &str, servers: Vec<ServerSpec>, env: Vec<EnvBinding>, project: Option<DocId>) {
+    fn add(
+        &self,
+        name: &str,
+        servers: Vec<ServerSpec>,
+        env: Vec<EnvBinding>,
+        project: Option<DocId>,
+    ) {
         self.store
             .create(NewPlugin {
                 name: name.into(),
@@ -179,7 +184,10 @@ impl Lab {
     }
 
     async fn call(&self, tool: &str, args: Value) -> Result<Value, ToolError> {
-        let t = self.registry.get(tool).unwrap_or_else(|| panic!("no tool {tool}"));
+        let t = self
+            .registry
+            .get(tool)
+            .unwrap_or_else(|| panic!("no tool {tool}"));
         t.handler.call(self.ctx.clone(), args).await
     }
 }
@@ -197,7 +205,8 @@ async fn until<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T 
 }
 
 fn running(lab: &Lab, plugin: &str, server: &str) -> Option<ServerStatus> {
-    lab.state(plugin, server).filter(|s| s.state == Phase::Running)
+    lab.state(plugin, server)
+        .filter(|s| s.state == Phase::Running)
 }
 
 fn text(v: Value) -> String {
@@ -212,9 +221,8 @@ fn process_running(args: &[&str]) -> bool {
     let want: Vec<u8> = args.iter().flat_map(|a| a.bytes().chain([0])).collect();
     std::fs::read_dir("/proc")
         .map(|dir| {
-            dir.flatten().any(|e| {
-                std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want)
-            })
+            dir.flatten()
+                .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want))
         })
         .unwrap_or(false)
 }
@@ -231,41 +239,90 @@ async fn a_server_is_discovered_called_and_given_only_what_it_declared() {
         )
         .expect("secret");
     let env = vec![
-        EnvBinding { name: "MODE".into(), source: EnvSource::Value("fast".into()) },
-        EnvBinding { name: "TOKEN".into(), source: EnvSource::Secret("token".into()) },
-        EnvBinding { name: "CARGO_MANIFEST_DIR".into(), source: EnvSource::Hub },
+        EnvBinding {
+            name: "MODE".into(),
+            source: EnvSource::Value("fast".into()),
+        },
+        EnvBinding {
+            name: "TOKEN".into(),
+            source: EnvSource::Secret("token".into()),
+        },
+        EnvBinding {
+            name: "CARGO_MANIFEST_DIR".into(),
+            source: EnvSource::Hub,
+        },
     ];
-    lab.add("everything", vec![everything(&m, "main")], env, Some(lab.project));
-    let status = until(30, "everything running", || running(&lab, "everything", "main")).await;
+    lab.add(
+        "everything",
+        vec![everything(&m, "main")],
+        env,
+        Some(lab.project),
+    );
+    let status = until(30, "everything running", || {
+        running(&lab, "everything", "main")
+    })
+    .await;
     assert!(status.pid.is_some() && status.tools > 5, "{status:?}");
-    assert_eq!(status.sandboxed, cfg!(target_os = "linux") && sandbox::find_bwrap(std::env::var_os("PATH").as_deref()).is_some());
+    assert_eq!(
+        status.sandboxed,
+        cfg!(target_os = "linux")
+            && sandbox::find_bwrap(std::env::var_os("PATH").as_deref()).is_some()
+    );
 
     // A call, through the registered handler.
-    let echo = lab.registry.get("everything_echo").expect("echo registered");
+    let echo = lab
+        .registry
+        .get("everything_echo")
+        .expect("echo registered");
     assert_eq!(echo.only_in, Some(lab.project), "bound to its project");
     assert!(echo.reads_untrusted);
     assert_eq!(
         echo.source,
-        ToolSource::Plugin { plugin: "everything".into(), server: Some("main".into()) }
+        ToolSource::Plugin {
+            plugin: "everything".into(),
+            server: Some("main".into())
+        }
     );
-    let out = lab.call("everything_echo", json!({"message": "hi"})).await.expect("echo");
+    let out = lab
+        .call("everything_echo", json!({"message": "hi"}))
+        .await
+        .expect("echo");
     assert_eq!(text(out), "Echo: hi");
     // Only a tool that says it only reads is safe.
-    assert_eq!(lab.registry.get("everything_get-env").expect("get-env").risk, Risk::Safe);
+    assert_eq!(
+        lab.registry
+            .get("everything_get-env")
+            .expect("get-env")
+            .risk,
+        Risk::Safe
+    );
     let cached = lab.store.cached_tools("everything").expect("cache");
-    assert!(cached.iter().any(|t: &CachedTool| t.name == "everything_echo"), "{cached:?}");
+    assert!(
+        cached
+            .iter()
+            .any(|t: &CachedTool| t.name == "everything_echo"),
+        "{cached:?}"
+    );
 
     // Tools registered after the handshake arrive through tools/list_changed.
     until(20, "get-roots-list after list_changed", || {
         lab.registry.get("everything_get-roots-list")
     })
     .await;
-    let roots = text(lab.call("everything_get-roots-list", json!({})).await.expect("roots"));
+    let roots = text(
+        lab.call("everything_get-roots-list", json!({}))
+            .await
+            .expect("roots"),
+    );
     let uri = super::mcp::file_uri(&lab.home.join("projects").join(lab.project.to_string()));
     assert!(roots.contains(&uri), "{roots}");
 
     // The environment: the base and the declared, nothing else of the hub's.
-    let env = text(lab.call("everything_get-env", json!({})).await.expect("env"));
+    let env = text(
+        lab.call("everything_get-env", json!({}))
+            .await
+            .expect("env"),
+    );
     let env: serde_json::Map<String, Value> = serde_json::from_str(&env).expect("env json");
     assert_eq!(env.get("MODE"), Some(&json!("fast")));
     assert_eq!(env.get("TOKEN"), Some(&json!("s3cret-value")));
@@ -278,64 +335,126 @@ async fn a_server_is_discovered_called_and_given_only_what_it_declared() {
         let project_dir = lab.home.join("projects").join(lab.project.to_string());
         assert_eq!(pwd, &json!(project_dir), "PWD is the project's directory");
     }
-    let allowed = ["PATH", "HOME", "LANG", "TMPDIR", "PWD", "MODE", "TOKEN", "CARGO_MANIFEST_DIR"];
-    let extra: Vec<&String> = env.keys().filter(|k| !allowed.contains(&k.as_str())).collect();
-    assert!(extra.is_empty(), "the server saw more of the hub's environment: {extra:?}");
+    let allowed = [
+        "PATH",
+        "HOME",
+        "LANG",
+        "TMPDIR",
+        "PWD",
+        "MODE",
+        "TOKEN",
+        "CARGO_MANIFEST_DIR",
+    ];
+    let extra: Vec<&String> = env
+        .keys()
+        .filter(|k| !allowed.contains(&k.as_str()))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "the server saw more of the hub's environment: {extra:?}"
+    );
 
     lab.plugins.shutdown().await;
-    assert!(lab.registry.get("everything_echo").is_none(), "tools withdrawn at shutdown");
+    assert!(
+        lab.registry.get("everything_echo").is_none(),
+        "tools withdrawn at shutdown"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servers_that_hang_or_die_at_start_fail_alone() {
     let Some(m) = modules() else { return };
     let lab = Lab::start(Duration::from_secs(3)).await;
-    lab.add("never", vec![command("main", "sleep", &["1001"])], vec![], None);
+    lab.add(
+        "never",
+        vec![command("main", "sleep", &["1001"])],
+        vec![],
+        None,
+    );
     lab.add("dies", vec![command("main", "false", &[])], vec![], None);
     lab.add("everything", vec![everything(&m, "main")], vec![], None);
-    until(30, "everything running", || running(&lab, "everything", "main")).await;
-    let dies = until(10, "dies failed", || {
-        lab.state("dies", "main").filter(|s| s.state == Phase::Failed)
+    until(30, "everything running", || {
+        running(&lab, "everything", "main")
     })
     .await;
-    assert!(dies.error.as_deref().is_some_and(|e| e.contains("handshake failed")), "{dies:?}");
-    let never = until(15, "never failed", || {
-        lab.state("never", "main").filter(|s| s.state == Phase::Failed)
+    let dies = until(10, "dies failed", || {
+        lab.state("dies", "main")
+            .filter(|s| s.state == Phase::Failed)
     })
     .await;
     assert!(
-        never.error.as_deref().is_some_and(|e| e.contains("no MCP handshake within 3s")),
+        dies.error
+            .as_deref()
+            .is_some_and(|e| e.contains("handshake failed")),
+        "{dies:?}"
+    );
+    let never = until(15, "never failed", || {
+        lab.state("never", "main")
+            .filter(|s| s.state == Phase::Failed)
+    })
+    .await;
+    assert!(
+        never
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("no MCP handshake within 3s")),
         "{never:?}"
     );
     // The hung server was killed, not left behind.
-    until(5, "sleep 1001 killed", || (!process_running(&["sleep", "1001"])).then_some(())).await;
+    until(5, "sleep 1001 killed", || {
+        (!process_running(&["sleep", "1001"])).then_some(())
+    })
+    .await;
     // The others kept working.
-    let out = lab.call("everything_echo", json!({"message": "still here"})).await.expect("echo");
+    let out = lab
+        .call("everything_echo", json!({"message": "still here"}))
+        .await
+        .expect("echo");
     assert_eq!(text(out), "Echo: still here");
     // And the failed ones are tried again (state goes back to starting).
     until(10, "never retried", || {
-        lab.state("never", "main").filter(|s| s.state == Phase::Starting)
+        lab.state("never", "main")
+            .filter(|s| s.state == Phase::Starting)
     })
     .await;
     lab.plugins.shutdown().await;
-    assert!(!process_running(&["sleep", "1001"]), "shutdown kills a starting server");
+    assert!(
+        !process_running(&["sleep", "1001"]),
+        "shutdown kills a starting server"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_call_ends_at_its_timeout() {
     let Some(m) = modules() else { return };
     let lab = Lab::start(Duration::from_secs(20)).await;
-    let spec = ServerSpec { call_timeout_secs: 1, ..everything(&m, "main") };
+    let spec = ServerSpec {
+        call_timeout_secs: 1,
+        ..everything(&m, "main")
+    };
     lab.add("slow", vec![spec], vec![], None);
     until(30, "slow running", || running(&lab, "slow", "main")).await;
     let started = Instant::now();
     let r = lab
-        .call("slow_trigger-long-running-operation", json!({"duration": 30, "steps": 2}))
+        .call(
+            "slow_trigger-long-running-operation",
+            json!({"duration": 30, "steps": 2}),
+        )
         .await;
-    assert!(matches!(r, Err(ToolError::TimedOut { after }) if after == Duration::from_secs(1)), "{r:?}");
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        matches!(r, Err(ToolError::TimedOut { after }) if after == Duration::from_secs(1)),
+        "{r:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     // The server is still usable after the abandoned call.
-    let out = lab.call("slow_echo", json!({"message": "after"})).await.expect("echo");
+    let out = lab
+        .call("slow_echo", json!({"message": "after"}))
+        .await
+        .expect("echo");
     assert_eq!(text(out), "Echo: after");
     lab.plugins.shutdown().await;
 }
@@ -353,17 +472,27 @@ async fn a_killed_server_is_restarted_and_its_tools_withdrawn_meanwhile() {
     )
     .expect("kill the server");
     let down = until(5, "noticed dead", || {
-        lab.state("everything", "main").filter(|s| s.state == Phase::Restarting)
+        lab.state("everything", "main")
+            .filter(|s| s.state == Phase::Restarting)
     })
     .await;
     assert_eq!(down.restarts, 1);
     assert_eq!(down.tools, 0);
-    assert!(down.error.as_deref().is_some_and(|e| e.contains("exited")), "{down:?}");
-    assert!(lab.registry.get("everything_echo").is_none(), "tools withdrawn while down");
+    assert!(
+        down.error.as_deref().is_some_and(|e| e.contains("exited")),
+        "{down:?}"
+    );
+    assert!(
+        lab.registry.get("everything_echo").is_none(),
+        "tools withdrawn while down"
+    );
     let after = until(30, "running again", || running(&lab, "everything", "main")).await;
     assert_ne!(after.pid, Some(pid));
     assert_eq!(after.restarts, 1);
-    let out = lab.call("everything_echo", json!({"message": "back"})).await.expect("echo");
+    let out = lab
+        .call("everything_echo", json!({"message": "back"}))
+        .await
+        .expect("echo");
     assert_eq!(text(out), "Echo: back");
     lab.plugins.shutdown().await;
 }
@@ -419,13 +548,25 @@ async fn the_supervisor_follows_the_database() {
     let probe = lab.registry.get("computer_probe").expect("probe");
     assert_eq!(
         probe.source,
-        ToolSource::Plugin { plugin: COMPUTER.into(), server: None }
+        ToolSource::Plugin {
+            plugin: COMPUTER.into(),
+            server: None
+        }
     );
     assert_eq!(lab.store.cached_tools(COMPUTER).expect("cache").len(), 1);
     lab.store
-        .update(COMPUTER, PluginPatch { enabled: Some(false), ..PluginPatch::default() })
+        .update(
+            COMPUTER,
+            PluginPatch {
+                enabled: Some(false),
+                ..PluginPatch::default()
+            },
+        )
         .expect("disable computer");
-    until(5, "computer withdrawn", || lab.registry.get("computer_probe").is_none().then_some(())).await;
+    until(5, "computer withdrawn", || {
+        lab.registry.get("computer_probe").is_none().then_some(())
+    })
+    .await;
 
     // A plugin written by another process (no nudge): picked up by the poll.
     let other = PluginStore::open(&lab.home.join("hub.db")).expect("another connection");
@@ -443,7 +584,10 @@ async fn the_supervisor_follows_the_database() {
         .update(
             "everything",
             PluginPatch {
-                servers: Some(vec![ServerSpec { call_timeout_secs: 7, ..everything(&m, "main") }]),
+                servers: Some(vec![ServerSpec {
+                    call_timeout_secs: 7,
+                    ..everything(&m, "main")
+                }]),
                 ..PluginPatch::default()
             },
         )
@@ -455,21 +599,43 @@ async fn the_supervisor_follows_the_database() {
     assert_eq!(second.restarts, 0, "a change is a new start, not a crash");
     // Disabled: stopped and withdrawn; enabled again: back.
     other
-        .update("everything", PluginPatch { enabled: Some(false), ..PluginPatch::default() })
+        .update(
+            "everything",
+            PluginPatch {
+                enabled: Some(false),
+                ..PluginPatch::default()
+            },
+        )
         .expect("disable");
-    until(10, "stopped", || lab.state("everything", "main").is_none().then_some(())).await;
+    until(10, "stopped", || {
+        lab.state("everything", "main").is_none().then_some(())
+    })
+    .await;
     assert!(lab.registry.get("everything_echo").is_none());
     assert!(!process_running_pid(second.pid), "its process is gone");
     other
-        .update("everything", PluginPatch { enabled: Some(true), ..PluginPatch::default() })
+        .update(
+            "everything",
+            PluginPatch {
+                enabled: Some(true),
+                ..PluginPatch::default()
+            },
+        )
         .expect("enable");
     until(30, "running again", || running(&lab, "everything", "main")).await;
     until(5, "echo back", || lab.registry.get("everything_echo")).await;
     // Removed: gone with its cache.
     other.remove("everything").expect("remove");
-    until(10, "removed", || lab.state("everything", "main").is_none().then_some(())).await;
+    until(10, "removed", || {
+        lab.state("everything", "main").is_none().then_some(())
+    })
+    .await;
     assert!(lab.registry.get("everything_echo").is_none());
-    assert!(lab.store.cached_tools("everything").expect("cache").is_empty());
+    assert!(lab
+        .store
+        .cached_tools("everything")
+        .expect("cache")
+        .is_empty());
     lab.plugins.shutdown().await;
 }
 
@@ -477,7 +643,11 @@ fn process_running_pid(pid: Option<u32>) -> bool {
     pid.is_some_and(|p| {
         std::fs::read_to_string(format!("/proc/{p}/stat"))
             // A zombie (state Z) has exited.
-            .is_ok_and(|s| !s.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')))
+            .is_ok_and(|s| {
+                !s.split(") ")
+                    .nth(1)
+                    .is_some_and(|rest| rest.starts_with('Z'))
+            })
     })
 }
 
@@ -498,7 +668,9 @@ async fn a_remote_server_over_streamable_http() {
         .spawn()
         .expect("start the remote server");
     until(20, "the remote server listening", || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).ok().map(drop)
+        std::net::TcpStream::connect(("127.0.0.1", port))
+            .ok()
+            .map(drop)
     })
     .await;
     let lab = Lab::start(Duration::from_secs(20)).await;
@@ -517,7 +689,10 @@ async fn a_remote_server_over_streamable_http() {
     lab.add("remote", vec![spec], vec![], None);
     let status = until(30, "remote running", || running(&lab, "remote", "main")).await;
     assert!(status.pid.is_none() && !status.sandboxed, "{status:?}");
-    let out = lab.call("remote_echo", json!({"message": "far"})).await.expect("echo");
+    let out = lab
+        .call("remote_echo", json!({"message": "far"}))
+        .await
+        .expect("echo");
     assert_eq!(text(out), "Echo: far");
     lab.plugins.shutdown().await;
     let _ = server.kill().await;
