@@ -27,6 +27,7 @@ mod ui_chat;
 mod ui_offline;
 mod ui_pages;
 mod ui_pairing;
+mod ui_plugins;
 mod ui_records;
 mod ui_sanitize;
 mod ui_scope;

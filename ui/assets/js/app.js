@@ -21,6 +21,7 @@ export const PAGES = [
   { path: 'skills', title: 'Skills', key: 'k' },
   { path: 'projects', title: 'Projects', key: 'p' },
   { path: 'settings', title: 'Settings', key: 's', hub: true },
+  { path: 'plugins', title: 'Plugins', key: 'l' }, // the hub's own, not relayed: a laptop's page says so
   { path: 'devices', title: 'Devices', key: 'd', hub: true },
   { path: 'usage', title: 'Usage', key: 'u', hub: true },
   { path: 'audit', title: 'Audit log', key: 'a', hub: true },
