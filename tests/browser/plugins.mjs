@@ -21,7 +21,8 @@ import { config, launch, signIn, shot, assert, until, log, run } from './lib.mjs
 const SERVER_WAIT = 60000;
 
 /** One argv as a line a person would type: words with spaces or quotes single-quoted. */
-const shellLine = (argv) => argv.map((w) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(' ');
+const shellLine = (argv) =>
+  argv.map((w) => (/^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`)).join(' ');
 
 /** The API answer for `path` on the server `page` is signed in to. */
 const api = (page, method, path, body) =>
@@ -56,7 +57,7 @@ async function serverState(page, name, state, timeout = SERVER_WAIT) {
 
 async function splitter(page) {
   const cases = await page.evaluate(async () => {
-    const { splitCommandLine } = await import('/assets/js/pages/plugins.js');
+    const { splitCommandLine } = await import('/assets/js/plugins/add.js');
     return [
       `npx -y  server`,
       `node '/a dir/it.js' "say \\"hi\\"" x\\ y ''`,
@@ -67,7 +68,10 @@ async function splitter(page) {
   });
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
   assert(same(cases[0].argv, ['npx', '-y', 'server']), `spaces separate: ${JSON.stringify(cases[0])}`);
-  assert(same(cases[1].argv, ['node', '/a dir/it.js', 'say "hi"', 'x y', '']), `quotes group: ${JSON.stringify(cases[1])}`);
+  assert(
+    same(cases[1].argv, ['node', '/a dir/it.js', 'say "hi"', 'x y', '']),
+    `quotes group: ${JSON.stringify(cases[1])}`,
+  );
   assert(same(cases[2].argv, ['echo', 'its']), `adjacent quotes join: ${JSON.stringify(cases[2])}`);
   assert(/not closed/.test(cases[3].error ?? ''), `an open quote is refused: ${JSON.stringify(cases[3])}`);
   assert(/backslash/.test(cases[4].error ?? ''), `a lone backslash is refused: ${JSON.stringify(cases[4])}`);
@@ -256,7 +260,9 @@ run(async () => {
   await shot(page, 'plugins-list');
   await page.setViewportSize({ width: 390, height: 844 });
   await shot(page, 'plugins-list-narrow');
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  const overflow = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
   assert(overflow <= 0, `nothing overflows at 390 px: ${overflow}`);
   await page.click('[data-test=add-plugin]');
   await page.fill('[data-test=add-command]', `npx -y "@scope/a server" --root '/home/me/my files'`);
