@@ -119,7 +119,7 @@ impl Lab {
     }
 
     /// Adds plugin `name` running `command` over stdio (`flags` before the `--`, e.g.
-    /// `--timeout 2`), confirmed with `--yes`, and enables it; the `add` output.
+    /// `--timeout 2`), enabled at once with `--yes`; the `add` output.
     pub(crate) fn add_stdio(
         &self,
         name: &str,
@@ -130,9 +130,7 @@ impl Lab {
         args.extend_from_slice(flags);
         args.extend(["--yes", "--"]);
         args.extend(command.iter().map(String::as_str));
-        let added = self.plugins(&args)?;
-        self.plugins(&["enable", name])?;
-        Ok(added)
+        self.plugins(&args)
     }
 
     /// Starts the hub on this home, pointed at the fake model.
@@ -175,7 +173,9 @@ pub(crate) fn api_json(
     serde_json::from_str(&text).with_context(|| format!("{method} {path}: {text}"))
 }
 
-/// The servers of plugin `name` as `GET /api/v1/plugins` reports them.
+/// The servers of plugin `name` as `GET /api/v1/plugins` reports them: each its spec
+/// (`name`, `transport`, …) and its `status` (`state`, `error`, `pid`, `tools`,
+/// `restarts`, `sandboxed`).
 pub(crate) fn servers(hub: &HubProc, name: &str) -> anyhow::Result<Vec<Value>> {
     let page = api_json(hub, "GET", "/api/v1/plugins?limit=200", None)?;
     let plugin = page["data"]
@@ -205,7 +205,8 @@ pub(crate) fn wait_servers(
 
 /// A server that runs and has listed its tools.
 pub(crate) fn running(server: &Value) -> bool {
-    server["state"] == "running" && server["tools"].as_u64().is_some_and(|n| n > 0)
+    let status = &server["status"];
+    status["state"] == "running" && status["tools"].as_u64().is_some_and(|n| n > 0)
 }
 
 /// Waits until plugin `name`'s servers run with their tools listed.
