@@ -12,7 +12,8 @@ use std::{
 use anyhow::{anyhow, Context};
 use axum::{body::Body, extract::State, response::Response, routing::post, Router};
 use hearth_tests::{
-    eventually, hub_cli, mcp_server_entry, node_exe, set_provider_key, Binaries, HubProc,
+    eventually, http_request, hub_cli, mcp_server_entry, node_exe, set_provider_key, Binaries,
+    HubProc,
 };
 use serde_json::{json, Value};
 
@@ -234,8 +235,21 @@ pub(crate) fn call_tool(
 
 /// One chat turn on the owner's API in conversation `conversation`; its events.
 pub(crate) fn chat(hub: &HubProc, message: &str, conversation: &str) -> anyhow::Result<Vec<Value>> {
+    let http = hub
+        .http
+        .ok_or_else(|| anyhow!("the hub has no HTTP address"))?;
+    chat_at(http, &hub.owner_token()?, message, conversation)
+}
+
+/// [`chat`] on the API at `http` with the owner's `token` (from another thread).
+pub(crate) fn chat_at(
+    http: std::net::SocketAddr,
+    token: &str,
+    message: &str,
+    conversation: &str,
+) -> anyhow::Result<Vec<Value>> {
     let body = json!({ "message": message, "conversation": conversation }).to_string();
-    let (status, sse) = hub.api("POST", "/api/v1/chat", Some(&body))?;
+    let (status, sse) = http_request(http, Some(token), "POST", "/api/v1/chat", Some(&body))?;
     anyhow::ensure!(status == 200, "chat: {status} {sse}");
     Ok(sse
         .lines()

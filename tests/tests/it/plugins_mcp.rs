@@ -13,7 +13,7 @@ use hearth_tests::{
 use serde_json::{json, Value};
 
 use crate::plugins_lab::{
-    api_json, call_tool, chat, everything, offered, servers, tool_results, wait_running,
+    api_json, call_tool, chat, chat_at, everything, offered, servers, tool_results, wait_running,
     wait_servers, Lab, SERVER_WAIT,
 };
 
@@ -339,5 +339,117 @@ fn a_server_killed_from_outside_is_restarted_and_works_again() -> anyhow::Result
     )?;
     assert_eq!(status, 200, "{answer}");
     assert!(echoed(&answer, "back"), "{answer}");
+    Ok(())
+}
+
+#[test]
+fn plugin_tools_are_gated_by_project_permissions_like_built_in_ones() -> anyhow::Result<()> {
+    let lab = Lab::new()?;
+    lab.add_stdio("everything", &[], &everything(&[])?)?;
+    let hub = lab.start_hub()?;
+    wait_running(&hub, "everything")?;
+    let projects = api_json(&hub, "GET", "/api/v1/projects?limit=200", None)?;
+    let general = projects["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["title"] == "general")
+        .and_then(|p| p["id"].as_str())
+        .ok_or_else(|| anyhow::anyhow!("no general project in {projects}"))?
+        .to_string();
+    // server-everything does not annotate this one read-only: risky.
+    const RISKY: &str = "everything_toggle-simulated-logging";
+    let tools = api_json(
+        &hub,
+        "GET",
+        "/api/v1/plugins/everything/tools?limit=200",
+        None,
+    )?;
+    let risky = tools["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == RISKY)
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(risky["risky"], true, "{tools}");
+    let turn = |id: &str| {
+        [
+            anthropic_tool_turn(id, RISKY, &json!({})),
+            anthropic_text_turn("Done."),
+        ]
+    };
+
+    // Unasked-for, a risky plugin tool waits for the owner, who says no here.
+    lab.model.answer(turn("toolu_ask"));
+    let http = hub
+        .http
+        .ok_or_else(|| anyhow::anyhow!("the hub has no HTTP address"))?;
+    let token = hub.owner_token()?;
+    let chatting =
+        std::thread::spawn(move || chat_at(http, &token, "toggle logging", "plugins-ask"));
+    let mut waiting = Value::Null;
+    eventually(SERVER_WAIT, || {
+        let page = api_json(&hub, "GET", "/api/v1/approvals?waiting=true", None)?;
+        waiting = page["data"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["tool"] == RISKY).cloned())
+            .unwrap_or(Value::Null);
+        Ok(!waiting.is_null())
+    })?;
+    let id = waiting["id"].as_str().unwrap_or_default();
+    let (status, body) = hub.api(
+        "POST",
+        &format!("/api/v1/approvals/{id}"),
+        Some(&json!({"approve": false}).to_string()),
+    )?;
+    assert_eq!(status, 204, "{body}");
+    let events = chatting
+        .join()
+        .map_err(|_| anyhow::anyhow!("the chat thread panicked"))??;
+    assert!(
+        events.iter().any(|e| e["type"] == "approval_requested"),
+        "{events:?}"
+    );
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(result["is_error"], true, "denied: {events:?}");
+
+    // Allowed outright in the project, it runs unasked.
+    let (status, body) = hub.api(
+        "PUT",
+        &format!("/api/v1/projects/{general}/tools/{RISKY}"),
+        Some(&json!({"allowed": true, "ask": false}).to_string()),
+    )?;
+    assert_eq!(status, 200, "{body}");
+    lab.model.answer(turn("toolu_allowed"));
+    let events = chat(&hub, "toggle logging again", "plugins-allowed")?;
+    assert!(
+        !events.iter().any(|e| e["type"] == "approval_requested"),
+        "{events:?}"
+    );
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(result["is_error"], false, "{events:?}");
+
+    // Turned off in the project, a safe plugin tool is no longer offered there.
+    let (status, body) = hub.api(
+        "PUT",
+        &format!("/api/v1/projects/{general}/tools/everything_echo"),
+        Some(&json!({"allowed": false}).to_string()),
+    )?;
+    assert_eq!(status, 200, "{body}");
+    lab.model.answer([anthropic_text_turn("Fine.")]);
+    chat(&hub, "anything?", "plugins-off")?;
+    let last = lab.model.requests().pop().unwrap_or_default();
+    let names = offered(&last);
+    assert!(!names.iter().any(|t| t == "everything_echo"), "{names:?}");
+    assert!(names.iter().any(|t| t == "everything_get-sum"), "{names:?}");
     Ok(())
 }
