@@ -271,7 +271,7 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| {
                 tracing_subscriber::EnvFilter::new(
-                    "info,iroh=warn,noq=warn,noq_proto=warn,mdns_sd=warn",
+                    "info,iroh=warn,noq=warn,noq_proto=warn,mdns_sd=warn,rmcp=warn",
                 )
             }),
         )
@@ -547,6 +547,8 @@ fn plugins_command(home: &std::path::Path, cmd: PluginsCommand) -> anyhow::Resul
     let path = home.join("hub.db");
     crate::hubdb::check(&path)?;
     let store = PluginStore::open(&path).context("opening the plugins")?;
+    // The built-in exists before the hub's first start too.
+    store.ensure_builtin()?;
     let bwrap = sandbox::find_bwrap(std::env::var_os("PATH").as_deref());
     let decide = |spec: &ServerSpec| match spec.transport {
         Transport::Stdio { .. } => sandbox::decide(spec.sandbox, bwrap.clone()),
@@ -729,4 +731,85 @@ async fn run(home: PathBuf, args: crate::settings::ProcessArgs) -> anyhow::Resul
     );
     hub.run_until(hearth_net::shutdown_signal()).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::EnvSource;
+
+    #[test]
+    fn env_arguments_name_their_source() {
+        let b = parse_binding("GITHUB_TOKEN");
+        assert_eq!(
+            (b.name.as_str(), b.source),
+            ("GITHUB_TOKEN", EnvSource::Hub)
+        );
+        let b = parse_binding("MODE=a=b");
+        assert_eq!(
+            (b.name.as_str(), b.source),
+            ("MODE", EnvSource::Value("a=b".into()))
+        );
+        let b = parse_binding("API_KEY=secret:api");
+        assert_eq!(
+            (b.name.as_str(), b.source),
+            ("API_KEY", EnvSource::Secret("api".into()))
+        );
+        let b = parse_binding("EMPTY=");
+        assert_eq!(
+            (b.name.as_str(), b.source),
+            ("EMPTY", EnvSource::Value(String::new()))
+        );
+    }
+
+    #[test]
+    fn plugins_add_takes_a_command_after_the_double_dash() {
+        let cli = Cli::try_parse_from([
+            "hearth-hub",
+            "plugins",
+            "add",
+            "fs",
+            "--env",
+            "A",
+            "--no-sandbox",
+            "--timeout",
+            "5",
+            "--",
+            "npx",
+            "-y",
+            "pkg",
+            "--flag",
+        ])
+        .expect("parses");
+        match cli.command {
+            Some(Command::Plugins(PluginsCommand::Add {
+                name,
+                env,
+                no_sandbox,
+                timeout,
+                command,
+                url,
+                ..
+            })) => {
+                assert_eq!(name, "fs");
+                assert_eq!(env, ["A"]);
+                assert!(no_sandbox);
+                assert_eq!(timeout, 5);
+                assert_eq!(command, ["npx", "-y", "pkg", "--flag"]);
+                assert_eq!(url, None);
+            }
+            _ => panic!("not plugins add"),
+        }
+        let both = Cli::try_parse_from([
+            "hearth-hub",
+            "plugins",
+            "add",
+            "x",
+            "--url",
+            "http://127.0.0.1:1/mcp",
+            "--",
+            "srv",
+        ]);
+        assert!(both.is_err(), "a command and a URL exclude each other");
+    }
 }

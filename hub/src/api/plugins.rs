@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 use hearth_ui::{ApiRoutes, Verb};
 
 use super::{blocking, ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery};
-use crate::plugins::{EnvBinding, NewPlugin, Plugin, PluginPatch, ServerSpec, ServerStatus};
+use crate::plugins::{EnvBinding, NewPlugin, Phase, Plugin, PluginPatch, ServerSpec, ServerStatus};
 
 pub(super) fn routes() -> ApiRoutes<ApiState> {
     ApiRoutes::new("plugins")
@@ -95,8 +95,23 @@ fn dto(s: &ApiState, p: Plugin) -> PluginDto {
         .iter()
         .map(|spec| {
             let status = match states.get(&(p.name.clone(), spec.name.clone())) {
-                Some(status) if p.enabled => status.clone(),
-                _ => ServerStatus::stopped(&s.plugins.sandbox_for(spec)),
+                // A server's last words may quote a secret it was given.
+                Some(status) if p.enabled => ServerStatus {
+                    error: status.error.as_deref().map(|e| s.chat.agent.redact_text(e)),
+                    ..status.clone()
+                },
+                other => {
+                    let stopped = ServerStatus::stopped(&s.plugins.sandbox_for(spec));
+                    // Enabled a moment ago: the supervisor is about to start it.
+                    if p.enabled && other.is_none() {
+                        ServerStatus {
+                            state: Phase::Starting,
+                            ..stopped
+                        }
+                    } else {
+                        stopped
+                    }
+                }
             };
             ServerDto {
                 spec: spec.clone(),

@@ -690,9 +690,9 @@ impl Connection {
             let _ = tokio::time::timeout(EXIT_GRACE, quit).await;
         }
         if let Some(mut child) = self.child.take() {
-            let exited = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
-            // Kill the group even when the leader exited: it may have left children.
-            let _ = exited;
+            // A moment to exit on its own once its input closed; then the group is killed
+            // either way (an exited leader may have left children behind).
+            let _ = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
             kill_group(&mut child, self.pid).await;
         }
         if let Some(task) = self.stderr_task.take() {
