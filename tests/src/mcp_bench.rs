@@ -184,7 +184,7 @@ async fn hub_requests(
     Ok(lat)
 }
 
-/// Adds `name` running server-everything to the hub at `home` and enables it.
+/// Adds `name` running server-everything to the hub at `home`, enabled.
 fn add_everything(bins: &Binaries, home: &Path, name: &str) -> anyhow::Result<()> {
     let mut args = vec![
         "plugins".to_string(),
@@ -195,9 +195,7 @@ fn add_everything(bins: &Binaries, home: &Path, name: &str) -> anyhow::Result<()
     args.push("--".into());
     args.extend(everything()?);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    hub_cli(bins, home, &args)?;
-    hub_cli(bins, home, &["plugins", "enable", name])?;
-    Ok(())
+    hub_cli(bins, home, &args).map(|_| ())
 }
 
 /// Whether every server of every plugin in `names` runs with its tools listed.
@@ -214,7 +212,8 @@ fn all_registered(hub: &HubProc, names: &[String]) -> anyhow::Result<bool> {
                 && p["servers"].as_array().is_some_and(|servers| {
                     !servers.is_empty()
                         && servers.iter().all(|s| {
-                            s["state"] == "running" && s["tools"].as_u64().is_some_and(|n| n > 0)
+                            s["status"]["state"] == "running"
+                                && s["status"]["tools"].as_u64().is_some_and(|n| n > 0)
                         })
                 })
         })

@@ -95,7 +95,11 @@ fn dto(s: &ApiState, p: Plugin) -> PluginDto {
         .iter()
         .map(|spec| {
             let status = match states.get(&(p.name.clone(), spec.name.clone())) {
-                Some(status) if p.enabled => status.clone(),
+                // A server's last words may quote a secret it was given.
+                Some(status) if p.enabled => ServerStatus {
+                    error: status.error.as_deref().map(|e| s.chat.agent.redact_text(e)),
+                    ..status.clone()
+                },
                 other => {
                     let stopped = ServerStatus::stopped(&s.plugins.sandbox_for(spec));
                     // Enabled a moment ago: the supervisor is about to start it.

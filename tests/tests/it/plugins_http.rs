@@ -37,7 +37,6 @@ fn a_streamable_http_server_added_by_url_serves_its_tools() -> anyhow::Result<()
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
 
     lab.plugins(&["add", "remote", "--url", &url, "--yes"])?;
-    lab.plugins(&["enable", "remote"])?;
     let hub = lab.start_hub()?;
     let servers = wait_running(&hub, "remote")?;
     assert_eq!(servers.len(), 1, "{servers:?}");

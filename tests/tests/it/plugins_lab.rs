@@ -12,7 +12,8 @@ use std::{
 use anyhow::{anyhow, Context};
 use axum::{body::Body, extract::State, response::Response, routing::post, Router};
 use hearth_tests::{
-    eventually, hub_cli, mcp_server_entry, node_exe, set_provider_key, Binaries, HubProc,
+    eventually, http_request, hub_cli, mcp_server_entry, node_exe, set_provider_key, Binaries,
+    HubProc,
 };
 use serde_json::{json, Value};
 
@@ -119,7 +120,7 @@ impl Lab {
     }
 
     /// Adds plugin `name` running `command` over stdio (`flags` before the `--`, e.g.
-    /// `--timeout 2`), confirmed with `--yes`, and enables it; the `add` output.
+    /// `--timeout 2`), enabled at once with `--yes`; the `add` output.
     pub(crate) fn add_stdio(
         &self,
         name: &str,
@@ -130,9 +131,7 @@ impl Lab {
         args.extend_from_slice(flags);
         args.extend(["--yes", "--"]);
         args.extend(command.iter().map(String::as_str));
-        let added = self.plugins(&args)?;
-        self.plugins(&["enable", name])?;
-        Ok(added)
+        self.plugins(&args)
     }
 
     /// Starts the hub on this home, pointed at the fake model.
@@ -175,7 +174,9 @@ pub(crate) fn api_json(
     serde_json::from_str(&text).with_context(|| format!("{method} {path}: {text}"))
 }
 
-/// The servers of plugin `name` as `GET /api/v1/plugins` reports them.
+/// The servers of plugin `name` as `GET /api/v1/plugins` reports them: each its spec
+/// (`name`, `transport`, …) and its `status` (`state`, `error`, `pid`, `tools`,
+/// `restarts`, `sandboxed`).
 pub(crate) fn servers(hub: &HubProc, name: &str) -> anyhow::Result<Vec<Value>> {
     let page = api_json(hub, "GET", "/api/v1/plugins?limit=200", None)?;
     let plugin = page["data"]
@@ -205,7 +206,8 @@ pub(crate) fn wait_servers(
 
 /// A server that runs and has listed its tools.
 pub(crate) fn running(server: &Value) -> bool {
-    server["state"] == "running" && server["tools"].as_u64().is_some_and(|n| n > 0)
+    let status = &server["status"];
+    status["state"] == "running" && status["tools"].as_u64().is_some_and(|n| n > 0)
 }
 
 /// Waits until plugin `name`'s servers run with their tools listed.
@@ -233,8 +235,21 @@ pub(crate) fn call_tool(
 
 /// One chat turn on the owner's API in conversation `conversation`; its events.
 pub(crate) fn chat(hub: &HubProc, message: &str, conversation: &str) -> anyhow::Result<Vec<Value>> {
+    let http = hub
+        .http
+        .ok_or_else(|| anyhow!("the hub has no HTTP address"))?;
+    chat_at(http, &hub.owner_token()?, message, conversation)
+}
+
+/// [`chat`] on the API at `http` with the owner's `token` (from another thread).
+pub(crate) fn chat_at(
+    http: std::net::SocketAddr,
+    token: &str,
+    message: &str,
+    conversation: &str,
+) -> anyhow::Result<Vec<Value>> {
     let body = json!({ "message": message, "conversation": conversation }).to_string();
-    let (status, sse) = hub.api("POST", "/api/v1/chat", Some(&body))?;
+    let (status, sse) = http_request(http, Some(token), "POST", "/api/v1/chat", Some(&body))?;
     anyhow::ensure!(status == 200, "chat: {status} {sse}");
     Ok(sse
         .lines()

@@ -35,9 +35,9 @@ fn a_sandboxed_server_allowed_the_hubs_home_cannot_read_hub_db() -> anyhow::Resu
     lab.add_stdio("open", &["--no-sandbox"], &command)?;
     let hub = lab.start_hub()?;
     let sandboxed = wait_running(&hub, "files")?;
-    assert_eq!(sandboxed[0]["sandboxed"], true, "{sandboxed:?}");
+    assert_eq!(sandboxed[0]["status"]["sandboxed"], true, "{sandboxed:?}");
     let open = wait_running(&hub, "open")?;
-    assert_eq!(open[0]["sandboxed"], false, "{open:?}");
+    assert_eq!(open[0]["status"]["sandboxed"], false, "{open:?}");
 
     let read = |plugin: &str, path: &std::path::Path| -> anyhow::Result<(u16, Value)> {
         call_tool(
