@@ -29,7 +29,8 @@
 //! - [`launch`]: starts everything and shuts it down in order;
 //! - [`cli`]: the `hearth-hub` command line;
 //! - [`agent`]: the agent's parts; so far the model providers;
-//! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest.
+//! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest;
+//! - [`computer`]: the built-in computer plugin (project files, terminal, web fetch).
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
 //! that is not a paired, unrevoked device gets past the TLS handshake hook.
@@ -40,6 +41,7 @@ pub mod api;
 pub mod chat;
 pub mod chat_cli;
 pub mod cli;
+pub mod computer;
 pub mod devices;
 pub mod events;
 pub mod hub_client;
