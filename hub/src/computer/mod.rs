@@ -16,6 +16,7 @@
 //! value.
 
 pub mod files;
+mod html;
 pub mod terminal;
 pub mod web;
 

@@ -647,6 +647,7 @@ impl Terminals {
         out["lines"] = json!(returned);
         out["nextOffset"] = json!(offset + returned);
         out["truncated"] = json!(offset + returned <= total);
+        out["droppedLines"] = json!(first_kept - 1);
         out["text"] = json!(String::from_utf8_lossy(&text));
         if wanted < first_kept {
             out["note"] = json!(format!(
@@ -711,5 +712,281 @@ impl Drop for Terminals {
                 kill_group(process.group, Signal::KILL);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn spec<'a>(command: &'a str, dir: &'a Path) -> Spec<'a> {
+        Spec {
+            command,
+            dir,
+            extra_env: Vec::new(),
+        }
+    }
+
+    /// Whether a process is gone (or a zombie waiting for its reaper).
+    fn is_dead(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X')),
+        }
+    }
+
+    async fn eventually_dead(pid: i32) -> bool {
+        for _ in 0..50 {
+            if is_dead(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_project_directory_with_exit_code() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let out = run_to_end(
+            &spec("pwd; echo oops >&2; exit 3", tmp.path()),
+            Duration::from_secs(20),
+            30_000,
+        )
+        .await
+        .expect("run");
+        assert_eq!(out.exit.code, Some(3));
+        assert!(!out.exit.stopped);
+        let dir = tmp.path().canonicalize().expect("canonicalize");
+        assert!(out.output.contains(&*dir.to_string_lossy()), "{}", out.output);
+        assert!(out.output.contains("oops"), "{}", out.output);
+        let value = run_result(out, Duration::from_secs(20));
+        assert_eq!(value["exitCode"], 3);
+        assert!(value.get("timedOut").is_none());
+    }
+
+    #[tokio::test]
+    async fn a_command_past_its_timeout_is_killed_with_its_process_group() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let started = Instant::now();
+        let out = run_to_end(
+            &spec("sleep 30 & echo $! > child.pid; echo started; wait", tmp.path()),
+            Duration::from_secs(1),
+            30_000,
+        )
+        .await
+        .expect("run");
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(out.exit.stopped);
+        assert!(out.output.contains("started"), "{}", out.output);
+        let child: i32 = std::fs::read_to_string(tmp.path().join("child.pid"))
+            .expect("child pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        assert!(eventually_dead(child).await, "the child sleep {child} survived");
+        let value = run_result(out, Duration::from_secs(1));
+        assert_eq!(value["timedOut"], true);
+        assert!(value["note"].as_str().expect("note").contains("timed out"));
+    }
+
+    #[tokio::test]
+    async fn what_a_command_leaves_running_ends_with_it() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let out = run_to_end(
+            &spec("sleep 30 >/dev/null 2>&1 & echo $! > left.pid", tmp.path()),
+            Duration::from_secs(20),
+            30_000,
+        )
+        .await
+        .expect("run");
+        assert_eq!(out.exit.code, Some(0));
+        let left: i32 = std::fs::read_to_string(tmp.path().join("left.pid"))
+            .expect("pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        assert!(eventually_dead(left).await, "the leftover sleep {left} survived");
+    }
+
+    #[tokio::test]
+    async fn output_past_the_cap_keeps_head_and_tail() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let out = run_to_end(&spec("seq 1 100000", tmp.path()), Duration::from_secs(20), 2000)
+            .await
+            .expect("run");
+        assert!(out.output.starts_with("1\n2\n3\n"), "{}", &out.output[..40]);
+        assert!(out.output.ends_with("99999\n100000\n"));
+        assert!(out.output.contains("bytes of output omitted"));
+        assert!(out.output.len() < 2100, "{}", out.output.len());
+        assert!(out.omitted > 500_000);
+        assert_eq!(run_result(out, Duration::from_secs(20))["truncated"], true);
+    }
+
+    #[tokio::test]
+    async fn the_environment_is_clean_and_non_interactive() {
+        // Cargo sets this for the test process: the hub's own environment is not passed on.
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut with_secret = spec("env; read line && echo got-stdin", tmp.path());
+        with_secret.extra_env = vec![("DEPLOY_TOKEN".into(), "s3cret".into())];
+        let out = run_to_end(&with_secret, Duration::from_secs(20), 30_000)
+            .await
+            .expect("run");
+        let vars: Vec<(&str, &str)> = out
+            .output
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .collect();
+        let allowed: Vec<&str> = clean_env()
+            .iter()
+            .map(|(name, _)| *name)
+            .chain(["DEPLOY_TOKEN", "PWD", "SHLVL", "_", "OLDPWD"])
+            .collect();
+        for (name, _) in &vars {
+            assert!(allowed.contains(name), "{name} leaked into the command's environment");
+        }
+        for expected in [
+            ("GIT_TERMINAL_PROMPT", "0"),
+            ("TERM", "dumb"),
+            ("GIT_SSH_COMMAND", "ssh -o BatchMode=yes"),
+            ("DEPLOY_TOKEN", "s3cret"),
+        ] {
+            assert!(vars.contains(&expected), "{expected:?} missing: {vars:?}");
+        }
+        assert!(!vars.iter().any(|(name, _)| *name == "CARGO_MANIFEST_DIR"));
+        // stdin is /dev/null: `read` sees its end at once.
+        assert!(!out.output.contains("got-stdin"));
+        assert!(!valid_secret_var("PATH"));
+        assert!(!valid_secret_var("GIT_ASKPASS"));
+        assert!(!valid_secret_var("1ABC"));
+        assert!(!valid_secret_var("A-B"));
+        assert!(valid_secret_var("DEPLOY_TOKEN"));
+    }
+
+    fn bg_limits() -> ComputerLimits {
+        ComputerLimits {
+            background_running: 2,
+            background_lines: 3,
+            ..ComputerLimits::default()
+        }
+    }
+
+    async fn read_until(
+        terminals: &Terminals,
+        id: &str,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        for _ in 0..100 {
+            let page = terminals
+                .read(
+                    "project-a",
+                    ReadArgs {
+                        id: id.into(),
+                        offset: None,
+                        limit: None,
+                    },
+                    &bg_limits(),
+                )
+                .expect("read");
+            if done(&page) {
+                return page;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{id} never reached the expected state");
+    }
+
+    #[tokio::test]
+    async fn background_processes_start_read_list_and_kill() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir: PathBuf = tmp.path().to_path_buf();
+        let terminals = Terminals::new();
+        let limits = bg_limits();
+        let started = terminals
+            .start(
+                "project-a",
+                &spec("echo one; echo two; exec sleep 30", &dir),
+                &limits,
+            )
+            .expect("start");
+        let id = started["id"].as_str().expect("id").to_owned();
+        let page = read_until(&terminals, &id, |p| {
+            p["text"].as_str().is_some_and(|t| t.contains("two"))
+        })
+        .await;
+        assert_eq!(page["running"], true);
+        assert_eq!(page["text"], "one\ntwo\n");
+        assert_eq!(page["nextOffset"], 3);
+
+        let listed = terminals.list("project-a", &limits);
+        assert_eq!(listed["processes"][0]["id"], id.as_str());
+        assert_eq!(listed["processes"][0]["running"], true);
+        // Another project sees none of it.
+        assert_eq!(terminals.list("project-b", &limits)["processes"], json!([]));
+        assert!(matches!(
+            terminals.kill("project-b", &id).await,
+            Err(TerminalError::NotFound { .. })
+        ));
+
+        // A rolling buffer: only the last lines are kept, and a read says so.
+        let rolled = terminals
+            .start("project-a", &spec("seq 1 10", &dir), &limits)
+            .expect("start");
+        let rolled_id = rolled["id"].as_str().expect("id").to_owned();
+        let page = read_until(&terminals, &rolled_id, |p| p["running"] == false).await;
+        assert_eq!(page["exitCode"], 0);
+        assert_eq!(page["text"], "8\n9\n10\n");
+        assert_eq!(page["offset"], 8);
+        assert_eq!(page["droppedLines"], 7);
+        let from_start = terminals
+            .read(
+                "project-a",
+                ReadArgs {
+                    id: rolled_id.clone(),
+                    offset: Some(1),
+                    limit: None,
+                },
+                &limits,
+            )
+            .expect("read");
+        assert_eq!(from_start["text"], "8\n9\n10\n");
+        assert!(from_start["note"].as_str().expect("note").contains("dropped"));
+
+        // At the limit of running processes, a third is refused.
+        let third = terminals
+            .start("project-a", &spec("exec sleep 30", &dir), &limits)
+            .expect("start");
+        let err = terminals
+            .start("project-a", &spec("exec sleep 30", &dir), &limits)
+            .expect_err("over the limit");
+        assert!(err.to_string().contains("running"), "{err}");
+
+        let killed = terminals.kill("project-a", &id).await.expect("kill");
+        assert_eq!(killed["running"], false);
+        assert_eq!(killed["killed"], true);
+        let page = terminals
+            .read(
+                "project-a",
+                ReadArgs {
+                    id: id.clone(),
+                    offset: Some(2),
+                    limit: Some(1),
+                },
+                &limits,
+            )
+            .expect("read after kill");
+        assert_eq!(page["text"], "two\n");
+
+        // Shutdown ends the rest.
+        let third_id = third["id"].as_str().expect("id").to_owned();
+        let third_group = terminals.find("project-a", &third_id).expect("third").group;
+        terminals.shutdown().await;
+        assert!(eventually_dead(third_group.as_raw_nonzero().get()).await);
+        assert_eq!(terminals.list("project-a", &limits)["processes"], json!([]));
     }
 }

@@ -29,7 +29,12 @@ use super::ComputerLimits;
 const TEXT_WIDTH: usize = 100;
 /// The HTML converter recurses over the document tree: it runs on a thread of its own
 /// with this much stack (reserved, touched only as deep as a page goes).
-const CONVERTER_STACK: usize = 256 * 1024 * 1024;
+const CONVERTER_STACK: usize = 64 * 1024 * 1024;
+/// Pages that nest deeper than this are converted by stripping tags: the converter's
+/// parser slows with the square of the depth. Real pages stay far below it.
+const MAX_NESTING: usize = 512;
+/// How long the full converter may take before the tag-stripped text is used instead.
+const CONVERT_BUDGET: Duration = Duration::from_secs(10);
 
 /// Why a fetch failed. The message goes to the model as is.
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +107,9 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     if s[..6] == [0; 6] {
         // ::, ::1 and the deprecated IPv4-compatible ::a.b.c.d.
         return s[6] != 0 && is_public_v4(embedded(s[6], s[7]));
+    }
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return is_public_v4(embedded(s[6], s[7])); // IPv4-translated, ::ffff:0:a.b.c.d
     }
     if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
         return is_public_v4(embedded(s[6], s[7])); // NAT64 well-known prefix
@@ -299,7 +307,7 @@ impl WebClient {
             || essence == "application/xhtml+xml"
             || (essence.is_empty() && sniff_html(&body));
         let text = if looks_html {
-            html_to_text(body).await?
+            html_to_text(body).await
         } else {
             String::from_utf8_lossy(&body).into_owned()
         };
@@ -362,28 +370,36 @@ fn sniff_html(body: &[u8]) -> bool {
     head.starts_with("<!doctype html") || head.starts_with("<html")
 }
 
-/// Converts HTML to plain text (links as numbered footnotes) on a thread with a large
-/// stack, since the converter recurses as deep as the page nests.
-async fn html_to_text(body: Vec<u8>) -> Result<String, WebError> {
+/// Converts HTML to plain text: with the full converter (links as numbered footnotes)
+/// on a thread of its own, or by stripping tags when the page nests too deep for it or
+/// it runs past its time (the converter cannot be stopped; the depth bound keeps such a
+/// leftover thread short).
+async fn html_to_text(body: Vec<u8>) -> String {
+    if super::html::nesting_depth(&body) > MAX_NESTING {
+        return super::html::strip_tags(&body);
+    }
+    let body = Arc::new(body);
     let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
+    let input = body.clone();
+    let spawned = std::thread::Builder::new()
         .name("web-html2text".into())
         .stack_size(CONVERTER_STACK)
         .spawn(move || {
             let text = html2text::config::plain()
                 .link_footnotes(true)
-                .string_from_read(body.as_slice(), TEXT_WIDTH);
+                .string_from_read(input.as_slice(), TEXT_WIDTH);
             let _ = tx.send(text);
-        })
-        .map_err(|e| WebError::Request(format!("the page could not be converted: {e}")))?;
-    match rx.await {
-        Ok(Ok(text)) => Ok(text),
-        Ok(Err(e)) => Err(WebError::Request(format!(
-            "the page could not be converted to text: {e}"
-        ))),
-        Err(_) => Err(WebError::Request(
-            "the page could not be converted to text".into(),
-        )),
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "the HTML converter's thread did not start");
+        return super::html::strip_tags(&body);
+    }
+    match tokio::time::timeout(CONVERT_BUDGET, rx).await {
+        Ok(Ok(Ok(text))) => text,
+        outcome => {
+            tracing::debug!(timed_out = outcome.is_err(), "HTML converted by stripping tags");
+            super::html::strip_tags(&body)
+        }
     }
 }
 
@@ -392,5 +408,287 @@ fn cap_chars(text: String, max: usize) -> (String, bool) {
     match text.char_indices().nth(max) {
         Some((at, _)) => (text[..at].to_owned(), true),
         None => (text, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use axum::{
+        extract::Query,
+        http::{header, StatusCode},
+        response::{IntoResponse, Response},
+        routing::get,
+        Router,
+    };
+
+    use super::*;
+
+    const PAGE: &str = "<!doctype html><html><head><title>T</title>\
+        <script>window.evil()</script><style>p { color: red }</style></head>\
+        <body><h1>Hello</h1><p>World of <a href=\"https://example.org/x\">links</a>.</p>\
+        <ul><li>first</li><li>second</li></ul></body></html>";
+
+    async fn redirect(Query(q): Query<HashMap<String, String>>) -> Response {
+        let to = q.get("to").cloned().unwrap_or_default();
+        (StatusCode::FOUND, [(header::LOCATION, to)]).into_response()
+    }
+
+    /// Serves test pages on `ip` (127.0.0.x), port 0.
+    async fn serve(ip: [u8; 4]) -> SocketAddr {
+        let app = Router::new()
+            .route(
+                "/",
+                get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE) }),
+            )
+            .route("/text", get(|| async { "plain words" }))
+            .route("/big", get(|| async { "x".repeat(10_000) }))
+            .route(
+                "/image",
+                get(|| async { ([(header::CONTENT_TYPE, "image/png")], vec![0x89u8, 0, 0]) }),
+            )
+            .route("/redirect", get(redirect))
+            .route(
+                "/loop",
+                get(|| async { (StatusCode::FOUND, [(header::LOCATION, "/loop")]) }),
+            );
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::from(ip), 0))
+            .await
+            .expect("bind 127.0.0.x");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        addr
+    }
+
+    /// Names for tests: `intranet.test` is loopback, `public.test` the "public" 127.0.0.2.
+    struct MapResolver(HashMap<&'static str, IpAddr>);
+
+    impl Resolve for MapResolver {
+        fn resolve(&self, name: Name) -> Resolving {
+            let found = self.0.get(name.as_str()).copied();
+            let name = name.as_str().to_owned();
+            Box::pin(async move {
+                match found {
+                    Some(ip) => Ok(Box::new(std::iter::once(SocketAddr::new(ip, 0))) as Addrs),
+                    None => Err(format!("{name}: unknown test name").into()),
+                }
+            })
+        }
+    }
+
+    const PUBLIC_FOR_TESTS: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+
+    fn client(allow_private: bool, limits: &ComputerLimits) -> WebClient {
+        let resolver = MapResolver(HashMap::from([
+            ("intranet.test", IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            ("public.test", PUBLIC_FOR_TESTS),
+        ]));
+        WebClient::new(
+            AddressPolicy {
+                allow_private,
+                public_for_tests: vec![PUBLIC_FOR_TESTS],
+            },
+            Some(Arc::new(resolver)),
+            limits,
+        )
+        .expect("client")
+    }
+
+    async fn fetch(client: &WebClient, url: String) -> Result<Value, WebError> {
+        client
+            .fetch(FetchArgs { url }, &ComputerLimits::default())
+            .await
+    }
+
+    fn assert_refused(result: Result<Value, WebError>) {
+        let message = match result {
+            Ok(page) => panic!("fetched a private address: {page}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            message.contains("private, loopback, link-local or reserved"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn classifies_addresses() {
+        let public = [
+            "1.1.1.1",
+            "8.8.8.8",
+            "100.63.255.255",
+            "100.128.0.1",
+            "172.32.0.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+        ];
+        let private = [
+            "0.0.0.0",
+            "10.1.2.3",
+            "100.64.0.1",
+            "127.0.0.1",
+            "127.255.255.254",
+            "169.254.169.254",
+            "172.16.0.1",
+            "192.168.1.1",
+            "192.0.2.1",
+            "198.18.0.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "::",
+            "::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::127.0.0.1",
+            "::ffff:0:7f00:1",
+            "64:ff9b::7f00:1",
+            "64:ff9b::a00:1",
+            "64:ff9b:1::1",
+            "2002:7f00:1::1",
+            "2001::1",
+            "2001:db8::1",
+            "fc00::1",
+            "fd12:3456::1",
+            "fe80::1",
+            "fec0::1",
+            "ff02::1",
+        ];
+        for ip in public {
+            assert!(is_public(ip.parse().expect(ip)), "{ip} should be public");
+        }
+        for ip in private {
+            assert!(!is_public(ip.parse().expect(ip)), "{ip} should not be public");
+        }
+    }
+
+    #[tokio::test]
+    async fn refuses_loopback_literals_in_every_form() {
+        let private = serve([127, 0, 0, 1]).await;
+        let port = private.port();
+        let client = client(false, &ComputerLimits::default());
+        for url in [
+            format!("http://127.0.0.1:{port}/text"),
+            format!("http://[::ffff:127.0.0.1]:{port}/text"),
+            format!("http://[::1]:{port}/text"),
+            format!("http://2130706433:{port}/text"),
+            format!("http://0x7f.1:{port}/text"),
+            format!("http://0.0.0.0:{port}/text"),
+        ] {
+            assert_refused(fetch(&client, url).await);
+        }
+        let err = fetch(&client, "file:///etc/passwd".into())
+            .await
+            .expect_err("not http");
+        assert!(matches!(err, WebError::Invalid(_)), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn refuses_a_name_that_resolves_to_loopback() {
+        let private = serve([127, 0, 0, 1]).await;
+        let client = client(false, &ComputerLimits::default());
+        assert_refused(fetch(&client, format!("http://intranet.test:{}/text", private.port())).await);
+    }
+
+    #[tokio::test]
+    async fn refuses_a_redirect_to_loopback() {
+        let private = serve([127, 0, 0, 1]).await;
+        let public = serve([127, 0, 0, 2]).await;
+        let client = client(false, &ComputerLimits::default());
+        // The "public" server itself is reachable, by literal and by name...
+        let page = fetch(&client, format!("http://{public}/text")).await.expect("public page");
+        assert_eq!(page["text"], "plain words");
+        let page = fetch(&client, format!("http://public.test:{}/text", public.port()))
+            .await
+            .expect("public name");
+        assert_eq!(page["text"], "plain words");
+        // ...but not where it redirects to, by literal or by name.
+        for target in [
+            format!("http://127.0.0.1:{}/text", private.port()),
+            format!("http://intranet.test:{}/text", private.port()),
+        ] {
+            assert_refused(fetch(&client, format!("http://{public}/redirect?to={target}")).await);
+        }
+        let err = fetch(&client, format!("http://{public}/loop"))
+            .await
+            .expect_err("redirect loop");
+        assert!(err.to_string().contains("more than 5 redirects"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn the_owner_can_allow_private_addresses() {
+        let private = serve([127, 0, 0, 1]).await;
+        let public = serve([127, 0, 0, 2]).await;
+        let client = client(true, &ComputerLimits::default());
+        let page = fetch(&client, format!("http://{private}/text")).await.expect("allowed");
+        assert_eq!(page["text"], "plain words");
+        assert_eq!(page["status"], 200);
+        let page = fetch(
+            &client,
+            format!("http://{public}/redirect?to=http://intranet.test:{}/text", private.port()),
+        )
+        .await
+        .expect("allowed redirect");
+        assert_eq!(page["text"], "plain words");
+        assert_eq!(page["url"], format!("http://intranet.test:{}/text", private.port()));
+    }
+
+    #[tokio::test]
+    async fn converts_html_to_text() {
+        let public = serve([127, 0, 0, 2]).await;
+        let client = client(false, &ComputerLimits::default());
+        let page = fetch(&client, format!("http://{public}/")).await.expect("page");
+        let text = page["text"].as_str().expect("text");
+        for expected in ["Hello", "World of", "links", "https://example.org/x", "first", "second"] {
+            assert!(text.contains(expected), "{expected:?} missing from {text:?}");
+        }
+        assert!(!text.contains("evil"), "{text}");
+        assert!(!text.contains("color"), "{text}");
+        assert!(!text.contains('<'), "{text}");
+        let err = fetch(&client, format!("http://{public}/image"))
+            .await
+            .expect_err("not text");
+        assert!(matches!(err, WebError::NotText { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn caps_the_body_and_the_text() {
+        let public = serve([127, 0, 0, 2]).await;
+        let limits = ComputerLimits {
+            web_body_bytes: 1000,
+            ..ComputerLimits::default()
+        };
+        let client = client(false, &limits);
+        let page = client
+            .fetch(
+                FetchArgs {
+                    url: format!("http://{public}/big"),
+                },
+                &limits,
+            )
+            .await
+            .expect("page");
+        assert_eq!(page["text"].as_str().map(str::len), Some(1000));
+        assert_eq!(page["truncated"], true);
+        assert!(page["note"].as_str().expect("note").contains("1000 bytes"));
+        let (text, cut) = cap_chars("héllo".into(), 2);
+        assert_eq!((text.as_str(), cut), ("hé", true));
+    }
+
+    #[tokio::test]
+    async fn deeply_nested_html_is_converted_quickly() {
+        // 200,000 nested tags hold the full converter for many minutes.
+        let depth = 200_000;
+        let started = std::time::Instant::now();
+        let html = format!("{}deep{}", "<div>".repeat(depth), "</div>".repeat(depth));
+        assert_eq!(html_to_text(html.into_bytes()).await, "deep\n");
+        let unclosed = "<b id=x>t".repeat(depth);
+        assert!(html_to_text(unclosed.into_bytes()).await.starts_with("ttt"));
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        // A page within the bound goes through the full converter (footnoted links).
+        let shallow = format!("{}<a href=\"https://example.org/\">x</a>{}", "<div>".repeat(100), "</div>".repeat(100));
+        assert!(html_to_text(shallow.into_bytes()).await.contains("https://example.org/"));
     }
 }
