@@ -1,9 +1,9 @@
-//! The `hearth-hub` command line: run the hub, manage devices and owner sessions, print a
-//! pair ticket or a login link.
+//! The `hearth-hub` command line: run the hub, manage devices, plugins and owner
+//! sessions, print a pair ticket or a login link.
 //!
 //! A binary edge: `anyhow` is allowed here (and in the CLI's HTTP client) and nowhere
 //! else in the crate. The binary is a one-line wrapper so tests can run the same code from
-//! a multi-call test binary. Device and session commands work on `hub.db` directly,
+//! a multi-call test binary. Device, plugin and session commands work on `hub.db` directly,
 //! whether or not the hub is running; `chat` and `open` talk to the running hub's API
 //! with the owner token.
 
@@ -88,6 +88,72 @@ enum Command {
     /// Browser sessions of the owner.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Plugins: MCP servers whose tools the agent can use (the running hub picks changes
+    /// up within a second).
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+}
+
+#[derive(Subcommand)]
+enum PluginsCommand {
+    /// Add a plugin with one MCP server: a command (after `--`) or a remote `--url`.
+    /// The command is a program that runs as this user, with the hub's permissions.
+    Add {
+        /// Its name: 1-32 of a-z, 0-9 and '-'.
+        name: String,
+        /// Offer its tools only in this project (name or id); its server starts there.
+        #[arg(long)]
+        project: Option<String>,
+        /// A variable the server receives: NAME (from the hub's environment),
+        /// NAME=VALUE, or NAME=secret:KEY (the bound project's secret KEY). Repeatable;
+        /// the server gets no other variable but PATH, HOME, LANG and TMPDIR.
+        #[arg(long = "env", value_name = "NAME|NAME=VALUE|NAME=secret:KEY")]
+        env: Vec<String>,
+        /// A header sent to a remote server, like --env (e.g. Authorization=secret:token).
+        #[arg(
+            long = "header",
+            value_name = "NAME=VALUE|NAME=secret:KEY",
+            requires = "url"
+        )]
+        headers: Vec<String>,
+        /// Run the server without the sandbox (it can then read the hub's data).
+        #[arg(long)]
+        no_sandbox: bool,
+        /// Seconds a tool call may take.
+        #[arg(long, default_value_t = crate::plugins::store::DEFAULT_CALL_TIMEOUT_SECS)]
+        timeout: u64,
+        /// A remote MCP server (streamable HTTP) instead of a command.
+        #[arg(long, conflicts_with = "command")]
+        url: Option<String>,
+        /// Enable it without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// The server's command and its arguments, after `--`.
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// List plugins and their servers.
+    List,
+    /// Enable a plugin: its servers start and its tools are offered.
+    Enable {
+        /// The plugin.
+        name: String,
+    },
+    /// Disable a plugin: its servers stop and its tools are withdrawn.
+    Disable {
+        /// The plugin.
+        name: String,
+    },
+    /// Remove a plugin (the built-in `computer` can only be disabled).
+    Remove {
+        /// The plugin.
+        name: String,
+    },
+    /// The tools a plugin's servers listed last, with their risk.
+    Tools {
+        /// The plugin.
+        name: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -205,7 +271,7 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HEARTH_LOG").unwrap_or_else(|_| {
                 tracing_subscriber::EnvFilter::new(
-                    "info,iroh=warn,noq=warn,noq_proto=warn,mdns_sd=warn",
+                    "info,iroh=warn,noq=warn,noq_proto=warn,mdns_sd=warn,rmcp=warn",
                 )
             }),
         )
@@ -317,6 +383,7 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
             )?;
             println!("stored the {provider} key (restart the hub, or set it through the API, to use it now)");
         }
+        Command::Plugins(cmd) => plugins_command(&home, cmd)?,
         Command::Devices(cmd) => {
             let reg = registry()?;
             match cmd {
@@ -455,6 +522,184 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `NAME` (from the hub's environment), `NAME=VALUE`, or `NAME=secret:KEY`.
+fn parse_binding(arg: &str) -> crate::plugins::EnvBinding {
+    use crate::plugins::{EnvBinding, EnvSource};
+    match arg.split_once('=') {
+        None => EnvBinding {
+            name: arg.to_string(),
+            source: EnvSource::Hub,
+        },
+        Some((name, value)) => EnvBinding {
+            name: name.to_string(),
+            source: match value.strip_prefix("secret:") {
+                Some(key) => EnvSource::Secret(key.to_string()),
+                None => EnvSource::Value(value.to_string()),
+            },
+        },
+    }
+}
+
+fn plugins_command(home: &std::path::Path, cmd: PluginsCommand) -> anyhow::Result<()> {
+    use crate::plugins::{
+        sandbox, NewPlugin, PluginPatch, PluginStore, SandboxMode, ServerSpec, Transport,
+    };
+    let path = home.join("hub.db");
+    crate::hubdb::check(&path)?;
+    let store = PluginStore::open(&path).context("opening the plugins")?;
+    // The built-in exists before the hub's first start too.
+    store.ensure_builtin()?;
+    let bwrap = sandbox::find_bwrap(std::env::var_os("PATH").as_deref());
+    let decide = |spec: &ServerSpec| match spec.transport {
+        Transport::Stdio { .. } => sandbox::decide(spec.sandbox, bwrap.clone()),
+        Transport::Http { .. } => sandbox::Decision::Unconfined("remote".into()),
+    };
+    let enable = |name: &str, enabled: bool| -> anyhow::Result<()> {
+        let patch = PluginPatch {
+            enabled: Some(enabled),
+            ..PluginPatch::default()
+        };
+        let p = store.update(name, patch)?;
+        println!(
+            "{} is {} (a running hub applies it within a second)",
+            p.name,
+            if p.enabled { "enabled" } else { "disabled" }
+        );
+        Ok(())
+    };
+    match cmd {
+        PluginsCommand::Add {
+            name,
+            project,
+            env,
+            headers,
+            no_sandbox,
+            timeout,
+            url,
+            yes,
+            command,
+        } => {
+            let transport = match (url, command.split_first()) {
+                (Some(url), _) => Transport::Http {
+                    url,
+                    headers: headers.iter().map(|h| parse_binding(h)).collect(),
+                },
+                (None, Some((program, args))) => Transport::Stdio {
+                    command: program.clone(),
+                    args: args.to_vec(),
+                    cwd: None,
+                },
+                (None, None) => bail!(
+                    "name the server: `hearth-hub plugins add {name} -- COMMAND ARGS...` or `--url URL`"
+                ),
+            };
+            let project = project
+                .map(|p| resolve_project(home, &p))
+                .transpose()?
+                .map(|p| p.parse::<hearth_sync::DocId>())
+                .transpose()?;
+            let plugin = store.create(NewPlugin {
+                name,
+                enabled: false,
+                env: env.iter().map(|e| parse_binding(e)).collect(),
+                servers: vec![ServerSpec {
+                    name: "main".into(),
+                    transport,
+                    sandbox: if no_sandbox {
+                        SandboxMode::Off
+                    } else {
+                        SandboxMode::Auto
+                    },
+                    call_timeout_secs: timeout,
+                }],
+                settings: Default::default(),
+                project,
+            })?;
+            println!("added plugin {} (disabled)", plugin.name);
+            println!("{}", crate::plugins::run_warning(&plugin, &decide));
+            let interactive = std::io::IsTerminal::is_terminal(&std::io::stdin());
+            let go = if yes {
+                true
+            } else if interactive {
+                eprint!("Enable {} now? [y/N] ", plugin.name);
+                let mut answer = String::new();
+                std::io::stdin()
+                    .read_line(&mut answer)
+                    .context("reading the answer")?;
+                matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes")
+            } else {
+                false
+            };
+            if go {
+                enable(&plugin.name, true)?;
+            } else {
+                println!(
+                    "{} stays disabled: enable it with `hearth-hub plugins enable {}`",
+                    plugin.name, plugin.name
+                );
+            }
+        }
+        PluginsCommand::List => {
+            for p in store.list()? {
+                let tools = store.cached_tools(&p.name)?.len();
+                println!(
+                    "{}\t{}{}\tproject {}\t{} tools",
+                    p.name,
+                    if p.enabled { "enabled" } else { "disabled" },
+                    if p.builtin { "\tbuilt in" } else { "" },
+                    p.project
+                        .map(|d| d.to_string())
+                        .unwrap_or_else(|| "all".into()),
+                    tools
+                );
+                for s in &p.servers {
+                    let what = match &s.transport {
+                        Transport::Stdio { command, args, .. } => {
+                            let args: Vec<std::ffi::OsString> =
+                                args.iter().map(Into::into).collect();
+                            sandbox::display(command.as_ref(), &args)
+                        }
+                        Transport::Http { url, .. } => url.clone(),
+                    };
+                    let confined = match decide(s) {
+                        sandbox::Decision::Bubblewrap(_) => "sandboxed".to_string(),
+                        sandbox::Decision::Unconfined(_)
+                            if matches!(s.transport, Transport::Http { .. }) =>
+                        {
+                            "remote".to_string()
+                        }
+                        sandbox::Decision::Unconfined(why) => format!("unconfined: {why}"),
+                    };
+                    println!("  {}\t{what}\t{confined}", s.name);
+                }
+            }
+        }
+        PluginsCommand::Enable { name } => enable(&name, true)?,
+        PluginsCommand::Disable { name } => enable(&name, false)?,
+        PluginsCommand::Remove { name } => {
+            store.remove(&name)?;
+            println!("removed {name}");
+        }
+        PluginsCommand::Tools { name } => {
+            store.get(&name)?;
+            let tools = store.cached_tools(&name)?;
+            if tools.is_empty() {
+                println!("no tools known yet: {name}'s servers list them when they first run");
+            }
+            for t in tools {
+                println!(
+                    "{}\t{}\t{}\t{}",
+                    t.name,
+                    if t.risky { "risky" } else { "safe" },
+                    t.server,
+                    t.description.lines().next().unwrap_or("")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Finds a project by id, id prefix or name in the hub's documents; returns its id. An
 /// ambiguous name is an error; `general` is the hub's general project by id.
 fn resolve_project(home: &std::path::Path, what: &str) -> anyhow::Result<String> {
@@ -486,4 +731,85 @@ async fn run(home: PathBuf, args: crate::settings::ProcessArgs) -> anyhow::Resul
     );
     hub.run_until(hearth_net::shutdown_signal()).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::EnvSource;
+
+    #[test]
+    fn env_arguments_name_their_source() {
+        let b = parse_binding("GITHUB_TOKEN");
+        assert_eq!(
+            (b.name.as_str(), b.source),
+            ("GITHUB_TOKEN", EnvSource::Hub)
+        );
+        let b = parse_binding("MODE=a=b");
+        assert_eq!(
+            (b.name.as_str(), b.source),
+            ("MODE", EnvSource::Value("a=b".into()))
+        );
+        let b = parse_binding("API_KEY=secret:api");
+        assert_eq!(
+            (b.name.as_str(), b.source),
+            ("API_KEY", EnvSource::Secret("api".into()))
+        );
+        let b = parse_binding("EMPTY=");
+        assert_eq!(
+            (b.name.as_str(), b.source),
+            ("EMPTY", EnvSource::Value(String::new()))
+        );
+    }
+
+    #[test]
+    fn plugins_add_takes_a_command_after_the_double_dash() {
+        let cli = Cli::try_parse_from([
+            "hearth-hub",
+            "plugins",
+            "add",
+            "fs",
+            "--env",
+            "A",
+            "--no-sandbox",
+            "--timeout",
+            "5",
+            "--",
+            "npx",
+            "-y",
+            "pkg",
+            "--flag",
+        ])
+        .expect("parses");
+        match cli.command {
+            Some(Command::Plugins(PluginsCommand::Add {
+                name,
+                env,
+                no_sandbox,
+                timeout,
+                command,
+                url,
+                ..
+            })) => {
+                assert_eq!(name, "fs");
+                assert_eq!(env, ["A"]);
+                assert!(no_sandbox);
+                assert_eq!(timeout, 5);
+                assert_eq!(command, ["npx", "-y", "pkg", "--flag"]);
+                assert_eq!(url, None);
+            }
+            _ => panic!("not plugins add"),
+        }
+        let both = Cli::try_parse_from([
+            "hearth-hub",
+            "plugins",
+            "add",
+            "x",
+            "--url",
+            "http://127.0.0.1:1/mcp",
+            "--",
+            "srv",
+        ]);
+        assert!(both.is_err(), "a command and a URL exclude each other");
+    }
 }

@@ -196,6 +196,43 @@ ALTER TABLE devices ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
     "
 ALTER TABLE tool_permissions ADD COLUMN ask INTEGER NOT NULL DEFAULT 0;
 ",
+    // 9: plugins (MCP servers and built-ins), the tools last discovered per server, and
+    // each plugin's key-value store per project. From here on a row that allows a tool
+    // without `ask` lets a risky tool run unasked in its project; rows written before
+    // meant "offered, still asking", so the risky system tools' rows keep asking.
+    "
+CREATE TABLE plugins (
+  name TEXT PRIMARY KEY NOT NULL,
+  builtin INTEGER NOT NULL DEFAULT 0,
+  enabled INTEGER NOT NULL DEFAULT 0,
+  env TEXT NOT NULL DEFAULT '[]',
+  servers TEXT NOT NULL DEFAULT '[]',
+  settings TEXT NOT NULL DEFAULT '{}',
+  project TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE plugin_tools (
+  plugin TEXT NOT NULL,
+  server TEXT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL,
+  schema TEXT NOT NULL,
+  risky INTEGER NOT NULL,
+  discovered_at INTEGER NOT NULL,
+  PRIMARY KEY (plugin, name)
+);
+CREATE TABLE plugin_kv (
+  plugin TEXT NOT NULL,
+  project TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (plugin, project, key)
+);
+UPDATE tool_permissions SET ask = 1
+  WHERE allowed = 1 AND tool IN ('notes_delete', 'tasks_delete', 'contacts_delete');
+",
 ];
 
 /// The highest `hub.db` schema version (`PRAGMA user_version`) this code knows: the

@@ -29,8 +29,10 @@
 //! - [`launch`]: starts everything and shuts it down in order;
 //! - [`cli`]: the `hearth-hub` command line;
 //! - [`agent`]: the agent's parts; so far the model providers;
-//! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest;
-//! - [`computer`]: the built-in computer plugin (project files, terminal, web fetch).
+//! - [`plugins`]: plugins (MCP servers, the built-in computer) in `hub.db`, and the
+//!   supervisor that runs their servers and registers their tools;
+//! - [`computer`]: the built-in computer plugin (project files, terminal, web fetch);
+//! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest.
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
 //! that is not a paired, unrevoked device gets past the TLS handshake hook.
@@ -48,6 +50,7 @@ pub mod hub_client;
 pub mod hubdb;
 pub mod owner;
 pub mod pair_service;
+pub mod plugins;
 pub mod projects;
 pub mod rpc_service;
 pub mod secrets;
@@ -101,6 +104,9 @@ pub enum HubError {
     /// Settings are invalid.
     #[error(transparent)]
     Settings(#[from] settings::SettingsError),
+    /// The plugins could not be read.
+    #[error(transparent)]
+    Plugins(#[from] plugins::PluginError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -129,6 +135,7 @@ pub struct Hub {
     router: Router,
     chat: Arc<chat::ChatService>,
     events: Arc<events::EventHub>,
+    plugins: Arc<plugins::Plugins>,
     http: Option<(
         tokio::sync::oneshot::Sender<()>,
         tokio::task::JoinHandle<()>,
@@ -295,6 +302,17 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     let redactor = secrets.redactor()?;
     secrets::set_log_redactor(redactor.clone());
     agent.set_redactor(redactor);
+    agent.set_secrets(secrets.clone());
+    // Plugins: the built-in computer exists from the first start; the supervisor that
+    // runs the plugins' servers starts last, in the background.
+    let plugin_store = Arc::new(plugins::PluginStore::open(&hub_db)?);
+    plugin_store.ensure_builtin()?;
+    let plugin_deps = plugins::SupervisorDeps {
+        store: Arc::new(plugins::PluginStore::open(&hub_db)?),
+        registry: agent.tools().clone(),
+        secrets: Some(secrets.clone()),
+        computer: computer_tools(&settings),
+    };
     // The one numbered event stream: chat (hooked by the chat service), documents, devices.
     let events = Arc::new(events::EventHub::new());
     let chat = Arc::new(chat::ChatService::new(
@@ -343,6 +361,12 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         http_addr.map_or(0, |a| a.port()),
         settings.http_hosts.clone(),
     ));
+    // Never delays readiness: servers start in the supervisor's own tasks.
+    let plugins = plugins::Plugins::start(
+        plugins::SupervisorConfig::new(settings.home.clone()),
+        plugin_deps,
+        plugin_store,
+    );
     let state = api::ApiState {
         store: store.clone(),
         registry: registry.clone(),
@@ -350,6 +374,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         chat: chat.clone(),
         runtime,
         access,
+        plugins: plugins.clone(),
     };
     rpc.serve(state.clone());
     if let Some(listener) = listener {
@@ -379,6 +404,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         router,
         chat,
         events,
+        plugins,
         http,
         advertiser,
         stop_watch,
@@ -401,8 +427,9 @@ impl Hub {
     }
 
     /// Shuts down in order: the HTTP server stops accepting; chat turns are stopped
-    /// (their streams end, so the server's open responses finish) and the server drains;
-    /// the iroh router lets sync sessions flush; the store checkpoints its WAL.
+    /// (their streams end, so the server's open responses finish); the plugins' servers
+    /// are stopped (their process groups killed); the server drains; the iroh router
+    /// lets sync sessions flush; the store checkpoints its WAL.
     pub async fn shutdown(self) {
         drop(self.advertiser);
         self.addr_task.abort();
@@ -413,6 +440,8 @@ impl Hub {
             task
         });
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
+        // After the turns: no tool call is left waiting on a server.
+        self.plugins.shutdown().await;
         // After the turns' last events: closes every event socket and turn stream.
         self.events.shutdown().await;
         if let Some(mut task) = http {
@@ -448,4 +477,15 @@ async fn ensure_project_dirs(store: &DocumentStore, dir: &std::path::Path) {
     for p in page.data {
         chat::ensure_project_dir(dir, p.id);
     }
+}
+
+/// The built-in computer plugin's tools, registered by the plugin supervisor while the
+/// `computer` plugin is enabled.
+///
+/// PENDING (issue 14): the computer module (`crate::computer`: files, terminal, web) is
+/// written on its own branch. Until it is merged the computer plugin registers no tools;
+/// then this body becomes `let computer = computer::Computer::new(ComputerConfig { .. });
+/// Box::new(move || computer::tools(&computer))`.
+fn computer_tools(_settings: &HubSettings) -> plugins::supervisor::BuiltinTools {
+    Box::new(Vec::new)
 }

@@ -2,7 +2,10 @@
 //! children, and cannot read or change anything of its parent or siblings (each is
 //! reported as not found, revealing nothing).
 
-use hearth_hub::agent::tools::{call, catalog, Risk, ToolContext, ToolError, UpdateLog};
+use hearth_hub::agent::{
+    registry::{Effect, ToolRegistry},
+    tools::{system_tools, Risk, ToolContext, ToolError, UpdateLog},
+};
 use hearth_sync::{DocumentStore, Note, Project, Task};
 use serde_json::{json, Value};
 
@@ -75,8 +78,13 @@ async fn run(w: &World, tool: &str, args: Value) -> Result<Value, ToolError> {
         store: w.store.clone(),
         updates: w.updates.clone(),
         project: w.x.parse().expect("id"),
+        project_dir: None,
+        secrets: None,
     };
-    call(&ctx, tool, args).await
+    let tool = ToolRegistry::with_system()
+        .get(tool)
+        .ok_or_else(|| ToolError::Unknown(tool.to_string()))?;
+    tool.handler.call(ctx, args).await
 }
 
 #[tokio::test]
@@ -219,9 +227,10 @@ async fn no_tool_reaches_the_parent_or_a_sibling() {
 
 #[test]
 fn deletes_are_risky_and_opt_in() {
-    for t in catalog() {
+    for t in system_tools() {
         let destructive = t.name.ends_with("_delete");
         assert_eq!(t.risk == Risk::Risky, destructive, "{}", t.name);
+        assert_eq!(t.effect, Effect::None, "{}: documents only", t.name);
         assert_eq!(t.default_on, !destructive, "{}", t.name);
         assert!(
             t.name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),

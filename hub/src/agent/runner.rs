@@ -13,6 +13,13 @@
 //! aborted (tool calls still in flight are dropped; tool output over 100,000 characters
 //! is capped with a note of its size). Every tool run is appended to the audit log.
 //!
+//! Tools come from the [`ToolRegistry`] (system tools and every plugin's, one table) and
+//! are gated here, the same way for all: per-project permissions decide what is offered
+//! and whether a call asks; a call whose risk is raised by its arguments asks; and once
+//! a turn has read untrusted text (a tool whose output may carry someone else's words,
+//! in this turn or earlier in the conversation), a guarded tool — files, commands,
+//! fetches — asks whatever the project or a schedule allows.
+//!
 //! Everything that leaves the agent (events, approvals, audit rows, stored messages, tool
 //! arguments and results) passes the [`Redactor`] first. The agent knows no HTTP.
 
@@ -31,13 +38,14 @@ use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, oneshot};
 
-use crate::secrets::Redactor;
+use crate::secrets::{Redactor, SecretStore};
 
 use super::{
     provider::{
         ChatRequest, Content, Message, ProviderClient, ProviderError, Role, StreamEvent, ToolSpec,
     },
-    tools::{self, Risk, ToolContext, ToolInfo},
+    registry::{ToolDescriptor, ToolRegistry, ToolSource},
+    tools::{self, Risk, ToolContext},
 };
 
 /// Tool output longer than this is cut, with a note of its full size.
@@ -207,12 +215,14 @@ type ConvKey = (DocId, String);
 pub struct ToolPermission {
     /// Offered at all.
     pub allowed: bool,
-    /// Every call waits for the owner's approval, as a risky tool's does.
+    /// Every call waits for the owner's approval; without it, an explicitly allowed
+    /// tool runs unasked even if risky ("risky unless allowed for the project").
     pub ask: bool,
 }
 
 impl ToolPermission {
-    /// Offered; asks first only if the tool is risky.
+    /// Offered, and runs without asking, even a risky tool (but never a guarded one
+    /// after untrusted text in the same turn).
     pub const ALLOW: Self = Self {
         allowed: true,
         ask: false,
@@ -227,6 +237,53 @@ impl ToolPermission {
         allowed: false,
         ask: false,
     };
+}
+
+/// When a permitted tool's calls wait for the owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalRule {
+    /// Every call (the owner chose "ask first").
+    Always,
+    /// A call whose risk is [`Risk::Risky`] (no explicit choice for this project).
+    IfRisky,
+    /// None: the owner allowed it in this project. A guarded tool still asks after
+    /// untrusted text in the same turn.
+    Never,
+}
+
+/// A tool offered in a project, with when its calls ask.
+#[derive(Debug, Clone)]
+pub struct PermittedTool {
+    /// The tool.
+    pub tool: Arc<ToolDescriptor>,
+    /// When its calls wait for the owner.
+    pub approval: ApprovalRule,
+}
+
+impl PermittedTool {
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.tool.name
+    }
+
+    /// Whether a call with `args` needs the owner's approval, `tainted` being whether
+    /// the turn has read untrusted text. Blocking (a call's risk may read the store).
+    fn needs_approval(&self, ctx: &ToolContext, args: &Value, tainted: bool) -> bool {
+        if tainted && self.tool.effect.is_guarded() {
+            return true;
+        }
+        match self.approval {
+            ApprovalRule::Always => true,
+            ApprovalRule::Never => false,
+            ApprovalRule::IfRisky => {
+                self.tool.risk == Risk::Risky
+                    || self
+                        .tool
+                        .risk_of_call
+                        .is_some_and(|f| f(ctx, args) == Risk::Risky)
+            }
+        }
+    }
 }
 
 /// How an approval request was resolved.
@@ -302,6 +359,8 @@ pub struct Agent {
     store: DocumentStore,
     provider: Mutex<ProviderClient>,
     config: Mutex<AgentConfig>,
+    tools: Arc<ToolRegistry>,
+    secrets: Mutex<Option<Arc<SecretStore>>>,
     updates: Arc<tools::UpdateLog>,
     db: Mutex<Connection>,
     events: broadcast::Sender<AgentEvent>,
@@ -320,7 +379,9 @@ pub struct Agent {
 pub enum Trigger {
     /// The owner, chatting: risky tools ask and wait.
     Interactive,
-    /// A scheduled run nobody watches: risky tools run only if listed here, else denied.
+    /// A scheduled run nobody watches: a call that needs approval runs unasked only if
+    /// its tool is listed here, else it asks and waits; a guarded tool (files,
+    /// commands, fetches) after untrusted text in the turn always asks.
     Scheduled {
         /// Risky tools the owner allowed this schedule to run without asking.
         auto_approve: Vec<String>,
@@ -479,6 +540,8 @@ impl Agent {
             store,
             provider: Mutex::new(provider),
             config: Mutex::new(config),
+            tools: Arc::new(ToolRegistry::with_system()),
+            secrets: Mutex::new(None),
             updates,
             db: Mutex::new(conn),
             events,
@@ -490,6 +553,32 @@ impl Agent {
             closing: AtomicBool::new(false),
             sink: Mutex::new(None),
         })
+    }
+
+    /// The tool registry: the system tools, and every plugin's once it registers.
+    pub fn tools(&self) -> &Arc<ToolRegistry> {
+        &self.tools
+    }
+
+    /// The secret store tools take secrets from by name (project secrets only).
+    pub fn set_secrets(&self, secrets: Arc<SecretStore>) {
+        if let Ok(mut s) = self.secrets.lock() {
+            *s = Some(secrets);
+        }
+    }
+
+    /// What a tool running for `project` is given.
+    pub fn tool_context(&self, project: DocId) -> ToolContext {
+        ToolContext {
+            store: self.store.clone(),
+            updates: self.updates.clone(),
+            project,
+            project_dir: self
+                .config()
+                .projects_dir
+                .map(|d| d.join(project.to_string())),
+            secrets: self.secrets.lock().ok().and_then(|s| s.clone()),
+        }
     }
 
     /// Replaces the model provider (a key or URL changed); the next model call uses it.
@@ -737,6 +826,20 @@ impl Agent {
         }
     }
 
+    /// Appends a tool call made outside a turn (the owner calling a plugin's tool
+    /// through the API) to the audit log, redacted like every other row.
+    pub fn audit_direct(
+        &self,
+        conversation: &str,
+        project: &DocId,
+        tool: &str,
+        args: &Value,
+        outcome: &str,
+        is_error: bool,
+    ) {
+        self.audit(conversation, project, tool, args, outcome, is_error);
+    }
+
     /// The audit log, oldest first: (tool, outcome, is_error).
     pub fn audit_entries(&self) -> Result<Vec<(String, String, bool)>, AgentError> {
         let db = self.db()?;
@@ -854,10 +957,11 @@ impl Agent {
 
     /// The tools offered in `project`: the defaults, the globally enabled opt-ins, and
     /// overrides, of which the nearest wins: the project's own, else its parent's, and
-    /// so on up the tree (a subproject inherits unless it overrides). A tool the nearest
-    /// override marks "ask first" is offered as [`Risk::Risky`]: every call waits for
-    /// the owner's approval.
-    pub fn permitted(&self, project: &DocId) -> Result<Vec<ToolInfo>, AgentError> {
+    /// so on up the tree (a subproject inherits unless it overrides). A plugin bound to a
+    /// project is offered only in that project's subtree. An override that allows a
+    /// tool asks every call ("ask first") or none (allowed: even a risky tool runs
+    /// unasked); without one, risky calls ask.
+    pub fn permitted(&self, project: &DocId) -> Result<Vec<PermittedTool>, AgentError> {
         let chain = self.ancestry(*project);
         let overrides: HashMap<(String, String), ToolPermission> = {
             let db = self.db()?;
@@ -877,22 +981,25 @@ impl Agent {
             rows
         };
         let extra = self.config().extra_tools;
-        Ok(tools::catalog()
+        Ok(self
+            .tools
+            .all()
             .into_iter()
-            .filter_map(|mut t| {
+            .filter(|t| t.only_in.is_none_or(|p| chain.contains(&p)))
+            .filter_map(|tool| {
                 let nearest = chain
                     .iter()
-                    .find_map(|p| overrides.get(&(p.to_string(), t.name.to_string())));
-                match nearest {
-                    Some(p) if !p.allowed => None,
-                    Some(p) => {
-                        if p.ask {
-                            t.risk = Risk::Risky;
-                        }
-                        Some(t)
+                    .find_map(|p| overrides.get(&(p.to_string(), tool.name.clone())));
+                let approval = match nearest {
+                    Some(p) if !p.allowed => return None,
+                    Some(p) if p.ask => ApprovalRule::Always,
+                    Some(_) => ApprovalRule::Never,
+                    None if tool.default_on || extra.iter().any(|x| *x == tool.name) => {
+                        ApprovalRule::IfRisky
                     }
-                    None => (t.default_on || extra.iter().any(|x| x == t.name)).then_some(t),
-                }
+                    None => return None,
+                };
+                Some(PermittedTool { tool, approval })
             })
             .collect())
     }
@@ -927,7 +1034,16 @@ impl Agent {
         tool: &str,
         permission: ToolPermission,
     ) -> Result<(), AgentError> {
-        if !tools::catalog().iter().any(|t| t.name == tool) {
+        let known = self.tools.get(tool).is_some() || {
+            // A plugin's tool stays configurable while its server is down.
+            let db = self.db()?;
+            db.query_row(
+                "SELECT EXISTS(SELECT 1 FROM plugin_tools WHERE name = ?1)",
+                [tool],
+                |r| r.get::<_, bool>(0),
+            )?
+        };
+        if !known {
             return Err(AgentError::Invalid(format!("unknown tool {tool:?}")));
         }
         self.db()?.execute(
@@ -947,11 +1063,24 @@ impl Agent {
         &self,
         project: DocId,
         summary: Option<&str>,
-        permitted: &[ToolInfo],
+        permitted: &[PermittedTool],
         config: &AgentConfig,
     ) -> Result<(String, String), AgentError> {
         let p = self.store.get::<Project>(project).await?;
-        let names: Vec<&str> = permitted.iter().map(|t| t.name).collect();
+        let names: Vec<&str> = permitted.iter().map(|t| t.name()).collect();
+        // Names only: a tool that takes `secrets` gets the values on the hub.
+        let secret_names = {
+            let secrets = self.secrets.lock().ok().and_then(|s| s.clone());
+            match secrets {
+                Some(s) => {
+                    tokio::task::spawn_blocking(move || s.names(&format!("project:{project}")))
+                        .await
+                        .map_err(|e| AgentError::Invalid(e.to_string()))?
+                        .unwrap_or_default()
+                }
+                None => Vec::new(),
+            }
+        };
         // Named by id: a project's name comes from documents any paired device may edit.
         let dir = config
             .projects_dir
@@ -977,13 +1106,14 @@ impl Agent {
             .map(|s| s.title)
             .collect();
         let dynamic = format!(
-            "Project: {} (id {project}). Its instructions:\n{}\n\nDate: {}\nModel: {}\nProject directory: {dir}\nTools: {}\nSkills (read with skills_read): {}",
+            "Project: {} (id {project}). Its instructions:\n{}\n\nDate: {}\nModel: {}\nProject directory: {dir}\nTools: {}\nSkills (read with skills_read): {}\nProject secrets (names only; pass a name to a tool's `secrets`): {}",
             p.value.name,
             if p.value.instructions.is_empty() { "(none)" } else { &p.value.instructions },
             today(),
             config.model,
             names.join(", "),
             if skills.is_empty() { "(none)".to_string() } else { skills.join(", ") },
+            if secret_names.is_empty() { "(none)".to_string() } else { secret_names.join(", ") },
         );
         let dynamic = match summary {
             Some(sum) => format!("{dynamic}\n\nConversation so far (summary):\n{sum}"),
@@ -1041,22 +1171,20 @@ impl Agent {
             .await?;
         let specs: Vec<ToolSpec> = permitted
             .iter()
-            .cloned()
             .map(|t| ToolSpec {
-                name: t.name.into(),
-                description: t.description.into(),
-                input_schema: t.schema,
+                name: t.tool.name.clone(),
+                description: t.tool.description.clone(),
+                input_schema: t.tool.schema.clone(),
             })
             .collect();
-        let risky: HashMap<String, Risk> = permitted
+        let offered: HashMap<String, PermittedTool> = permitted
             .iter()
-            .map(|t| (t.name.to_string(), t.risk))
+            .map(|t| (t.tool.name.clone(), t.clone()))
             .collect();
-        let ctx = ToolContext {
-            store: self.store.clone(),
-            updates: self.updates.clone(),
-            project,
-        };
+        let ctx = self.tool_context(project);
+        // Untrusted text already in the conversation (a note read earlier, a page
+        // fetched) counts as read in this turn: the model still sees it.
+        let mut tainted = self.history_is_tainted(&messages);
         let mut transcript: Vec<(String, Value)> = Vec::new();
         let mut steps = 0;
         let mut last_text = String::new();
@@ -1140,31 +1268,65 @@ impl Agent {
                     name: c.name.clone(),
                     args: c.input.clone(),
                 });
-                let (output, is_error) = match risky.get(&c.name) {
+                let (output, is_error) = match offered.get(&c.name) {
                     None => (
                         format!("tool {} is not permitted in this project", c.name),
                         true,
                     ),
-                    Some(risk) => {
-                        let approved = match (&trigger, *risk) {
-                            (_, Risk::Safe) => Resolution::Approved,
-                            (Trigger::Interactive, Risk::Risky) => {
+                    Some(tool) => {
+                        let needs = {
+                            let (tool, ctx, args) = (tool.clone(), ctx.clone(), c.input.clone());
+                            tokio::task::spawn_blocking(move || {
+                                tool.needs_approval(&ctx, &args, tainted)
+                            })
+                            .await
+                            .unwrap_or(true)
+                        };
+                        let guarded = tainted && tool.tool.effect.is_guarded();
+                        let approved = match (&trigger, needs) {
+                            (_, false) => Resolution::Approved,
+                            (Trigger::Scheduled { auto_approve }, true)
+                                if !guarded && auto_approve.contains(&c.name) =>
+                            {
+                                Resolution::Approved
+                            }
+                            (_, true) => {
                                 self.ask(&key, &c.name, &c.input, config.approval_timeout)
                                     .await
-                            }
-                            (Trigger::Scheduled { auto_approve }, Risk::Risky) => {
-                                if auto_approve.contains(&c.name) {
-                                    Resolution::Approved
-                                } else {
-                                    Resolution::Denied
-                                }
                             }
                         };
                         match approved {
                             Resolution::Approved => {
-                                match tools::call(&ctx, &c.name, c.input.clone()).await {
-                                    Ok(v) => (cap_output(self.redact(v.to_string())), false),
-                                    Err(e) => (self.redact(e.to_string()), true),
+                                let ran = tool.tool.handler.call(ctx.clone(), c.input.clone());
+                                // A document tool is quick and finishes; a plugin's (a
+                                // command, a fetch, an MCP call) is dropped at Stop.
+                                let ran = if tool.tool.source == ToolSource::System {
+                                    Some(ran.await)
+                                } else {
+                                    tokio::select! {
+                                        ran = ran => Some(ran),
+                                        _ = self.moved_from(&key, generation) => None,
+                                    }
+                                };
+                                match ran {
+                                    Some(Ok(v)) => {
+                                        tainted |= tool.tool.reads_untrusted;
+                                        let text = match v {
+                                            Value::String(s) => s,
+                                            other => other.to_string(),
+                                        };
+                                        (cap_output(self.redact(text)), false)
+                                    }
+                                    Some(Err(e)) => {
+                                        // An error can quote what the tool read (a
+                                        // plugin's message, a page's status text).
+                                        tainted |= tool.tool.reads_untrusted;
+                                        (self.redact(e.to_string()), true)
+                                    }
+                                    None => (
+                                        "the turn was stopped while the tool ran".to_string(),
+                                        true,
+                                    ),
                                 }
                             }
                             Resolution::Denied => {
@@ -1223,6 +1385,20 @@ impl Agent {
             reason,
             steps,
         })
+    }
+
+    /// Whether `messages` hold a result of a tool whose output may carry someone
+    /// else's words (or of a tool no longer registered: assume it did).
+    fn history_is_tainted(&self, messages: &[Message]) -> bool {
+        messages
+            .iter()
+            .flat_map(|m| m.content.iter())
+            .any(|c| match c {
+                Content::ToolUse { name, .. } => {
+                    self.tools.get(name).is_none_or(|t| t.reads_untrusted)
+                }
+                _ => false,
+            })
     }
 
     fn save_transcript(

@@ -6,12 +6,16 @@
 //! Every tool works through [`DocumentStore`], so an agent's edit replicates like any
 //! other. A document outside the invoking project's subtree is reported as not found:
 //! the model learns nothing about parents or siblings, not even that they exist.
-//! Tools never see secrets and return JSON values the agent loop serialises.
+//! Tools never see secrets and return JSON values the agent loop serialises. They are
+//! registered in [`super::registry`] like every plugin's tools ([`system_tools`]); this
+//! module also owns what every handler is given ([`ToolContext`]) and how a call fails
+//! ([`ToolError`]).
 
 use std::{
     collections::BTreeMap,
-    path::Path,
+    path::{Path, PathBuf},
     sync::{Arc, Mutex},
+    time::Duration,
 };
 
 use hearth_sync::{
@@ -22,30 +26,19 @@ use hearth_sync::{
 use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 
-use super::note_ops::{self, NoteOp};
+use super::{
+    note_ops::{self, NoteOp},
+    registry::{Effect, ToolDescriptor, ToolFuture, ToolHandler, ToolSource},
+};
+use crate::secrets::{SecretStore, SecretValue};
 
-/// Whether a tool needs the owner's approval before it runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether a tool needs the owner's approval before it runs (`Safe < Risky`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Risk {
     /// Reads, or ordinary edits.
     Safe,
     /// Destructive: waits for approval.
     Risky,
-}
-
-/// A tool's description for the registry and the model.
-#[derive(Debug, Clone)]
-pub struct ToolInfo {
-    /// Name (underscores only: providers reject other characters).
-    pub name: &'static str,
-    /// What it does, for the model.
-    pub description: &'static str,
-    /// Its risk.
-    pub risk: Risk,
-    /// Whether projects allow it unless told otherwise (deletes are opt-in).
-    pub default_on: bool,
-    /// JSON schema of its arguments.
-    pub schema: Value,
 }
 
 /// Why a tool call failed; the text goes back to the model.
@@ -69,6 +62,15 @@ pub enum ToolError {
     /// The store refused.
     #[error("{0}")]
     Store(StoreError),
+    /// The tool ran and failed (a plugin's error, a refused path, a command's failure).
+    #[error("{0}")]
+    Failed(String),
+    /// The tool did not answer in time.
+    #[error("the tool did not answer within {}s and was abandoned", after.as_secs())]
+    TimedOut {
+        /// Its time limit.
+        after: Duration,
+    },
 }
 
 impl From<StoreError> for ToolError {
@@ -86,7 +88,7 @@ impl From<note_ops::NoteOpError> for ToolError {
     }
 }
 
-/// Where a tool runs: the store, the update log and the invoking project.
+/// Where a tool runs: the store, the update log, the invoking project and its directory.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     /// The store.
@@ -95,6 +97,23 @@ pub struct ToolContext {
     pub updates: Arc<UpdateLog>,
     /// The project the agent was invoked for.
     pub project: DocId,
+    /// `<home>/projects/<project id>`: the only files a tool may touch.
+    pub project_dir: Option<PathBuf>,
+    /// The secret store, for a tool that takes secrets by name.
+    pub secrets: Option<Arc<SecretStore>>,
+}
+
+impl ToolContext {
+    /// The invoking project's secret `name`, for a tool the model asked to use it
+    /// (the model names secrets, never sees values). Blocking.
+    pub fn secret(&self, name: &str) -> Result<Option<SecretValue>, ToolError> {
+        let Some(secrets) = &self.secrets else {
+            return Ok(None);
+        };
+        secrets
+            .get(&format!("project:{}", self.project), name)
+            .map_err(|e| ToolError::Failed(format!("secret {name}: {e}")))
+    }
 }
 
 /// Project updates ("what happened"), hub-only, in `hub.db`.
@@ -166,20 +185,102 @@ fn obj(props: Value, required: &[&str]) -> Value {
     json!({ "type": "object", "properties": props, "required": required })
 }
 
-/// Every system tool.
-pub fn catalog() -> Vec<ToolInfo> {
+/// Runs one system tool off the async threads.
+struct SystemTool(&'static str);
+
+impl ToolHandler for SystemTool {
+    fn call(&self, ctx: ToolContext, args: Value) -> ToolFuture {
+        let name = self.0;
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || call_blocking(&ctx, name, &args))
+                .await
+                .map_err(|e| ToolError::Failed(format!("tool crashed: {e}")))?
+        })
+    }
+}
+
+/// Replacing a note's whole content is risky: a note a peer planted can carry
+/// instructions that ask the model to wipe another.
+fn note_update_risk(_ctx: &ToolContext, args: &Value) -> Risk {
+    if args.get("content").is_some() {
+        Risk::Risky
+    } else {
+        Risk::Safe
+    }
+}
+
+/// Changing a project's instructions steers every later turn of that project.
+fn instructions_risk(_ctx: &ToolContext, args: &Value) -> Risk {
+    if args.get("instructions").is_some() {
+        Risk::Risky
+    } else {
+        Risk::Safe
+    }
+}
+
+/// A skill shared by every project (no project of its own) steers them all.
+fn skill_update_risk(ctx: &ToolContext, args: &Value) -> Risk {
+    let shared = (|| {
+        let visible = ctx.store.scope_blocking(ctx.project).ok()?;
+        let scope = Scope {
+            store: &ctx.store,
+            home: ctx.project,
+            visible,
+        };
+        let rec = scope.skill(arg_str(args, "name")?).ok()?;
+        Some(rec.value.project.is_none())
+    })();
+    // Unknown (not found, unreadable): the call fails anyway; ask rather than guess.
+    if shared == Some(false) {
+        Risk::Safe
+    } else {
+        Risk::Risky
+    }
+}
+
+/// The system tools, as the registry holds them.
+pub fn system_tools() -> Vec<ToolDescriptor> {
+    catalog()
+        .into_iter()
+        .map(|(name, description, risk, default_on, schema)| {
+            let risk_of_call: Option<super::registry::RiskOfCall> = match name {
+                "notes_update" => Some(note_update_risk),
+                "project_instructions_update" => Some(instructions_risk),
+                "skills_update" => Some(skill_update_risk),
+                _ => None,
+            };
+            // Whatever returns a document's words returns what a peer may have written.
+            let reads_untrusted = !(name.ends_with("_create")
+                || name.ends_with("_delete")
+                || name == "updates_publish");
+            ToolDescriptor {
+                name: name.to_string(),
+                description: description.to_string(),
+                schema,
+                risk,
+                default_on,
+                effect: Effect::None,
+                reads_untrusted,
+                risk_of_call,
+                only_in: None,
+                source: ToolSource::System,
+                handler: Arc::new(SystemTool(name)),
+            }
+        })
+        .collect()
+}
+
+type SystemEntry = (&'static str, &'static str, Risk, bool, Value);
+
+fn catalog() -> Vec<SystemEntry> {
     let s = json!({"type": "string"});
     let n = json!({"type": "integer", "minimum": 0});
     let ops = json!({"type": "array", "items": {"type": "object"}, "description":
         "Patch operations, applied in order: {op: replace|insert_after|insert_before|delete|append|prepend, find, replace|text}, \
          {op: replace_section|insert_after_section|delete_section, heading, occurrence?, content|text}, \
          {op: replace_lines|insert_at_line|delete_lines, start|line, end, text} (1-based; issue several line ops in reverse order)"});
-    let t = |name, description, risk, default_on, schema| ToolInfo {
-        name,
-        description,
-        risk,
-        default_on,
-        schema,
+    let t = |name, description, risk, default_on, schema| -> SystemEntry {
+        (name, description, risk, default_on, schema)
     };
     vec![
         t("notes_create", "Create a note with a title and optional markdown content.", Risk::Safe, true,
@@ -188,7 +289,7 @@ pub fn catalog() -> Vec<ToolInfo> {
           obj(json!({"project": s, "limit": n, "offset": n}), &[])),
         t("notes_read", "Read a note's content; startLine/endLine (1-based, inclusive) page through long notes. Returns totalLines, totalChars and truncated.", Risk::Safe, true,
           obj(json!({"id": s, "startLine": n, "endLine": n}), &["id"])),
-        t("notes_update", "Update a note: a new title, a whole new content, or surgical patch operations.", Risk::Safe, true,
+        t("notes_update", "Update a note: a new title, surgical patch operations, or a whole new content (replacing the whole content asks the owner first: prefer operations).", Risk::Safe, true,
           obj(json!({"id": s, "title": s, "content": s, "operations": ops}), &["id"])),
         t("notes_delete", "Delete a note.", Risk::Risky, false, obj(json!({"id": s}), &["id"])),
         t("notes_search", "Full-text search over notes in this project.", Risk::Safe, true,
@@ -220,9 +321,9 @@ pub fn catalog() -> Vec<ToolInfo> {
           obj(json!({"name": s, "arguments": s}), &["name"])),
         t("skills_create", "Create a skill (name: lowercase letters, digits, hyphens) in this project.", Risk::Safe, true,
           obj(json!({"name": s, "description": s, "body": s}), &["name", "description", "body"])),
-        t("skills_update", "Update a skill's description or body.", Risk::Safe, true,
+        t("skills_update", "Update a skill's description or body (a skill shared by every project asks the owner first).", Risk::Safe, true,
           obj(json!({"name": s, "description": s, "body": s}), &["name"])),
-        t("project_instructions_update", "Read this project's instructions (omit `instructions`) or replace them.", Risk::Safe, true,
+        t("project_instructions_update", "Read this project's instructions (omit `instructions`) or replace them (replacing asks the owner first).", Risk::Safe, true,
           obj(json!({"instructions": s}), &[])),
         t("updates_publish", "Publish an update for this project, optionally about a task.", Risk::Safe, true,
           obj(json!({"text": s, "taskId": s}), &["text"])),
@@ -251,15 +352,6 @@ fn listed_json(l: &Listed) -> Value {
         "id": l.id.to_string(), "title": l.title, "project": l.project.map(|p| p.to_string()),
         "status": l.status, "due": l.due, "parent": l.parent.map(|p| p.to_string()), "updatedAt": l.updated_at,
     })
-}
-
-/// Runs tool `name` with `args` in `ctx`. Every store call runs off the async threads.
-pub async fn call(ctx: &ToolContext, name: &str, args: Value) -> Result<Value, ToolError> {
-    let ctx = ctx.clone();
-    let name = name.to_string();
-    tokio::task::spawn_blocking(move || call_blocking(&ctx, &name, &args))
-        .await
-        .map_err(|e| ToolError::Invalid(format!("tool crashed: {e}")))?
 }
 
 struct Scope<'a> {

@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 
 use super::ApiError;
 use crate::{
-    agent::runner::AgentError, chat::ChatError, devices::DeviceError, projects::ProjectError,
-    secrets::SecretError, settings::SettingsError,
+    agent::runner::AgentError, chat::ChatError, devices::DeviceError, plugins::PluginError,
+    projects::ProjectError, secrets::SecretError, settings::SettingsError,
 };
 
 impl From<DeviceError> for ApiError {
@@ -78,6 +78,19 @@ impl From<SettingsError> for ApiError {
     fn from(e: SettingsError) -> Self {
         match e {
             SettingsError::Invalid(m) => ApiError::bad_request(m),
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<PluginError> for ApiError {
+    fn from(e: PluginError) -> Self {
+        let msg = e.to_string();
+        match e {
+            PluginError::NotFound(_) | PluginError::NoTool { .. } => ApiError::not_found(msg),
+            PluginError::Exists(_) => ApiError::conflict(msg),
+            PluginError::Builtin(_) => ApiError::new(StatusCode::CONFLICT, "builtin", msg),
+            PluginError::Invalid(_) => ApiError::bad_request(msg),
             other => ApiError::internal(other),
         }
     }

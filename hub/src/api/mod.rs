@@ -5,7 +5,7 @@
 //!
 //! Architecture Invariant: this module holds routes and DTOs only, no business logic.
 //! A handler parses its input, calls one domain service (the document store, the device
-//! registry, the chat service, owner sessions, runtime settings) and shapes the answer;
+//! registry, the chat service, owner sessions, runtime settings, plugins) and shapes the answer;
 //! every domain error maps into [`ApiError`] (see `errors.rs`). rusqlite work runs in
 //! `spawn_blocking`; no handler holds a lock across an `.await`.
 //!
@@ -28,6 +28,7 @@ mod chat;
 mod devices;
 mod errors;
 pub mod guard;
+mod plugins;
 mod records;
 mod settings;
 
@@ -60,6 +61,8 @@ pub struct ApiState {
     pub runtime: Arc<RuntimeStore>,
     /// The owner's credentials and the Host/Origin allowlist.
     pub access: Arc<guard::Access>,
+    /// Plugins and their servers' states (the owner's only).
+    pub plugins: Arc<crate::plugins::Plugins>,
 }
 
 /// Where the OpenAPI document is served, relative to the API root.
@@ -86,6 +89,7 @@ pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
         .merge(devices::routes())
         .merge(chat::routes())
         .merge(settings::routes())
+        .merge(plugins::routes())
         .merge(hearth_ui::events::socket::routes(
             state.chat.events.ring().clone(),
             Server::Hub,

@@ -217,12 +217,18 @@ async fn set_provider_key(
 
 #[derive(Debug, Serialize)]
 struct ToolDto {
-    name: &'static str,
-    description: &'static str,
+    name: String,
+    description: String,
     allowed: bool,
-    /// Every call waits for the owner's approval (always for a risky tool).
+    /// Every call waits for the owner's approval (a risky tool's, unless allowed).
     ask: bool,
+    /// Risky by default (some calls or all: a whole-content note replace, a command).
     risky: bool,
+    /// What it can do outside Hearth's documents: `none`, `writes_files`,
+    /// `runs_commands` or `fetches` (these ask after untrusted text in a turn).
+    effect: &'static str,
+    /// The plugin it comes from, if any.
+    plugin: Option<String>,
 }
 
 async fn project_tools(
@@ -230,20 +236,37 @@ async fn project_tools(
     Path(project): Path<String>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Page<ToolDto>> {
+    use crate::agent::{registry::Effect, runner::ApprovalRule, tools::Risk};
     let id = s.chat.resolve(Some(&project)).await?;
     let agent = s.chat.agent.clone();
-    let permitted: Vec<crate::agent::tools::ToolInfo> =
-        blocking(move || agent.permitted(&id)).await?;
-    let data = crate::agent::tools::catalog()
+    let permitted = {
+        let agent = agent.clone();
+        blocking(move || agent.permitted(&id)).await?
+    };
+    let data = agent
+        .tools()
+        .all()
         .into_iter()
         .map(|t| {
-            let offered = permitted.iter().find(|p| p.name == t.name);
+            let offered = permitted.iter().find(|p| p.tool.name == t.name);
+            let risky = t.risk == Risk::Risky || t.risk_of_call.is_some();
             ToolDto {
                 allowed: offered.is_some(),
-                ask: offered.is_some_and(|p| p.risk == crate::agent::tools::Risk::Risky),
-                risky: t.risk == crate::agent::tools::Risk::Risky,
-                name: t.name,
-                description: t.description,
+                ask: offered.is_some_and(|p| match p.approval {
+                    ApprovalRule::Always => true,
+                    ApprovalRule::IfRisky => risky,
+                    ApprovalRule::Never => false,
+                }),
+                risky,
+                effect: match t.effect {
+                    Effect::None => "none",
+                    Effect::WritesFiles => "writes_files",
+                    Effect::RunsCommands => "runs_commands",
+                    Effect::Fetches => "fetches",
+                },
+                plugin: t.source.plugin().map(str::to_string),
+                name: t.name.clone(),
+                description: t.description.clone(),
             }
         })
         .collect();

@@ -19,7 +19,10 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use rustix::process::{kill_process_group, Pid, Signal};
+use nix::{
+    sys::signal::{killpg, Signal},
+    unistd::Pid,
+};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::{
@@ -142,15 +145,16 @@ fn spawn(spec: &Spec<'_>) -> Result<(Child, Pid), TerminalError> {
     let pid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
-        .and_then(Pid::from_raw)
+        .filter(|id| *id > 0)
+        .map(Pid::from_raw)
         .ok_or_else(|| TerminalError::Spawn(std::io::Error::other("the shell has no pid")))?;
     Ok((child, pid))
 }
 
 fn kill_group(group: Pid, signal: Signal) {
     // ESRCH (the group is gone) is the common, harmless case.
-    if let Err(e) = kill_process_group(group, signal) {
-        tracing::trace!(group = group.as_raw_nonzero().get(), error = %e, "kill_process_group");
+    if let Err(e) = killpg(group, signal) {
+        tracing::trace!(group = group.as_raw(), error = %e, "killpg");
     }
 }
 
@@ -247,7 +251,7 @@ async fn drive<S: LineSink>(
             () = &mut stop, if !stopped => {
                 stopped = true;
                 if let Some(grace) = term_grace {
-                    kill_group(group, Signal::TERM);
+                    kill_group(group, Signal::SIGTERM);
                     // Keeps reading output while the group winds down.
                     let ended = tokio::time::timeout(grace, async {
                         tokio::join!(child.wait(), async {
@@ -259,7 +263,7 @@ async fn drive<S: LineSink>(
                         break status.ok();
                     }
                 }
-                kill_group(group, Signal::KILL);
+                kill_group(group, Signal::SIGKILL);
             }
         }
     };
@@ -269,7 +273,7 @@ async fn drive<S: LineSink>(
         }
     }
     // Whatever the command left running in its group goes with it.
-    kill_group(group, Signal::KILL);
+    kill_group(group, Signal::SIGKILL);
     if !pumps_done {
         // A process that left the group still holds the pipes: stop reading them.
         let _ = tokio::time::timeout(DRAIN_GRACE, &mut pumps).await;
@@ -709,7 +713,7 @@ impl Drop for Terminals {
         let registry = lock(&self.inner);
         for process in registry.processes.values() {
             if lock(&process.state).exit.is_none() {
-                kill_group(process.group, Signal::KILL);
+                kill_group(process.group, Signal::SIGKILL);
             }
         }
     }
@@ -986,7 +990,7 @@ mod tests {
         let third_id = third["id"].as_str().expect("id").to_owned();
         let third_group = terminals.find("project-a", &third_id).expect("third").group;
         terminals.shutdown().await;
-        assert!(eventually_dead(third_group.as_raw_nonzero().get()).await);
+        assert!(eventually_dead(third_group.as_raw()).await);
         assert_eq!(terminals.list("project-a", &limits)["processes"], json!([]));
     }
 }

@@ -1,7 +1,8 @@
 //! The API's state over a fresh data directory, for the tests that drive the hub's
 //! handlers in process (the owner's router and the rpc relay): a store with `general`,
 //! an agent whose provider is never reached (a loopback port nothing listens on), the
-//! owner's token and sessions, the device registry and the runtime settings.
+//! owner's token and sessions, the device registry, the runtime settings and the plugin
+//! supervisor.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -18,6 +19,7 @@ use hearth_hub::{
     devices::DeviceRegistry,
     events::EventHub,
     owner::{self, OwnerToken},
+    plugins::{PluginStore, Plugins, SupervisorConfig, SupervisorDeps},
     secrets::SecretStore,
     settings::RuntimeStore,
 };
@@ -77,6 +79,19 @@ pub async fn api_state(home: &Path) -> TestState {
         PORT,
         vec![],
     ));
+    // Plugins: the supervisor over this hub.db, registering into the agent's tools.
+    let plugin_store = Arc::new(PluginStore::open(&hub_db).expect("plugins"));
+    plugin_store.ensure_builtin().expect("builtin plugin");
+    let plugins = Plugins::start(
+        SupervisorConfig::new(home.to_path_buf()),
+        SupervisorDeps {
+            store: Arc::new(PluginStore::open(&hub_db).expect("supervisor's plugins")),
+            registry: chat.agent.tools().clone(),
+            secrets: Some(chat.secrets.clone()),
+            computer: Box::new(Vec::new),
+        },
+        plugin_store,
+    );
     let state = ApiState {
         store,
         registry: Arc::new(DeviceRegistry::open(&hub_db).expect("registry")),
@@ -84,6 +99,7 @@ pub async fn api_state(home: &Path) -> TestState {
         chat,
         runtime: Arc::new(RuntimeStore::open(&hub_db).expect("runtime")),
         access,
+        plugins,
     };
     TestState {
         state,

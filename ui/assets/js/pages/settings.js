@@ -327,7 +327,7 @@ function projectPart(ctx, el) {
     h(
       'p',
       { class: 'muted intro' },
-      'What the agent may use here. A subproject follows its parent unless set itself. A tool that asks first waits for your approval on every call; risky tools always ask.',
+      'What the agent may use here. A subproject follows its parent unless set itself. A tool that asks first waits for your approval on every call; a risky tool asks unless you allow it here. Tools that write files, run commands or fetch pages always ask once the agent has read words someone else wrote (a note from another device, a web page, a tool’s output).',
     ),
     toolsEl,
     h('h3', null, 'Secrets'),
@@ -353,17 +353,21 @@ function projectPart(ctx, el) {
   };
 }
 
-// A tool's permission in a project: allowed, allowed but asking first each time (a
-// risky tool always asks), or forbidden.
+// A tool's permission in a project: allowed (a risky tool too then runs unasked),
+// allowed but asking first each time, or forbidden. The hub answers `ask` as it
+// applies now: a risky tool nobody set asks.
 const MODES = { on: 'Allowed', ask: 'Asks first', off: 'Forbidden' };
+
+// What a tool can do beyond Hearth's documents; these ask after untrusted text.
+const EFFECTS = { writes_files: 'writes files', runs_commands: 'runs commands', fetches: 'fetches pages' };
 
 function modeOf(t) {
   if (!t.allowed) return 'off';
-  return t.ask || t.risky ? 'ask' : 'on';
+  return t.ask ? 'ask' : 'on';
 }
 
 function toolRow(ctx, project, t) {
-  const choices = t.risky ? ['ask', 'off'] : ['on', 'ask', 'off'];
+  const choices = ['on', 'ask', 'off'];
   const select = h(
     'select',
     {
@@ -396,6 +400,8 @@ function toolRow(ctx, project, t) {
       null,
       h('code', null, t.name),
       t.risky ? h('span', { class: 'pill warn risky' }, 'risky') : null,
+      EFFECTS[t.effect] ? h('span', { class: 'pill warn effect' }, EFFECTS[t.effect]) : null,
+      t.plugin ? h('span', { class: 'pill plugin' }, t.plugin) : null,
       h('div', { class: 'meta' }, t.description),
     ),
     h('td', null, select),
