@@ -190,10 +190,7 @@ fn sniff<R: Read>(mut reader: R) -> io::Result<(bool, impl Read)> {
 /// Calls `on_line(number, bytes)` for every line (1-based, without its `\n`, cut to
 /// `MAX_LINE_BYTES`), never holding more than one such line; stops early when
 /// `on_line` returns false. Returns how many lines were seen.
-fn scan_lines<R: Read>(
-    reader: R,
-    mut on_line: impl FnMut(u64, &[u8]) -> bool,
-) -> io::Result<u64> {
+fn scan_lines<R: Read>(reader: R, mut on_line: impl FnMut(u64, &[u8]) -> bool) -> io::Result<u64> {
     let mut reader = BufReader::new(reader);
     let mut line = Vec::new();
     let mut number = 0u64;
@@ -834,16 +831,22 @@ pub(super) fn search(
     match args.mode {
         SearchMode::Files => {
             let glob = PathGlob::new(&args.pattern)?;
-            walk(&dir, Path::new(""), MAX_DEPTH, &mut budget, &mut |_, rel, entry| {
-                if entry.kind == EntryKind::File && glob.is_match(rel) {
-                    if hits.len() >= max_results {
-                        full = true;
-                        return false;
+            walk(
+                &dir,
+                Path::new(""),
+                MAX_DEPTH,
+                &mut budget,
+                &mut |_, rel, entry| {
+                    if entry.kind == EntryKind::File && glob.is_match(rel) {
+                        if hits.len() >= max_results {
+                            full = true;
+                            return false;
+                        }
+                        hits.push(display(&base.rel.join(rel)));
                     }
-                    hits.push(display(&base.rel.join(rel)));
-                }
-                true
-            })
+                    true
+                },
+            )
             .map_err(|e| base.err(e))?;
         }
         SearchMode::Content => {
@@ -858,43 +861,53 @@ pub(super) fn search(
                 .build()
                 .map_err(|e| FileError::Invalid(format!("pattern: {e}")))?;
             let glob = args.glob.as_deref().map(PathGlob::new).transpose()?;
-            walk(&dir, Path::new(""), MAX_DEPTH, &mut budget, &mut |parent, rel, entry| {
-                if entry.kind != EntryKind::File
-                    || entry.size > limits.search_file_bytes
-                    || glob.as_ref().is_some_and(|g| !g.is_match(rel))
-                {
-                    return true;
-                }
-                let Some(name) = rel.file_name() else {
-                    return true;
-                };
-                let shown = display(&base.rel.join(rel));
-                // A file that vanished or cannot be read is skipped, not fatal.
-                let Ok(file) = parent.open(name) else {
-                    return true;
-                };
-                let Ok((false, reader)) = sniff(file) else {
-                    return true;
-                };
-                files_searched += 1;
-                let scanned = scan_lines(reader, |number, line| {
-                    let text = String::from_utf8_lossy(line);
-                    if !regex.is_match(&text) {
+            walk(
+                &dir,
+                Path::new(""),
+                MAX_DEPTH,
+                &mut budget,
+                &mut |parent, rel, entry| {
+                    if entry.kind != EntryKind::File
+                        || entry.size > limits.search_file_bytes
+                        || glob.as_ref().is_some_and(|g| !g.is_match(rel))
+                    {
                         return true;
                     }
-                    if hits.len() >= max_results {
-                        full = true;
-                        return false;
+                    let Some(name) = rel.file_name() else {
+                        return true;
+                    };
+                    let shown = display(&base.rel.join(rel));
+                    // A file that vanished or cannot be read is skipped, not fatal.
+                    let Ok(file) = parent.open(name) else {
+                        return true;
+                    };
+                    let Ok((false, reader)) = sniff(file) else {
+                        return true;
+                    };
+                    files_searched += 1;
+                    let scanned = scan_lines(reader, |number, line| {
+                        let text = String::from_utf8_lossy(line);
+                        if !regex.is_match(&text) {
+                            return true;
+                        }
+                        if hits.len() >= max_results {
+                            full = true;
+                            return false;
+                        }
+                        let text: String = text
+                            .trim_end_matches('\r')
+                            .chars()
+                            .take(HIT_TEXT_CHARS)
+                            .collect();
+                        hits.push(format!("{shown}:{number}:{text}"));
+                        true
+                    });
+                    if let Err(e) = scanned {
+                        tracing::debug!(path = %shown, error = %e, "search skipped a file");
                     }
-                    let text: String = text.trim_end_matches('\r').chars().take(HIT_TEXT_CHARS).collect();
-                    hits.push(format!("{shown}:{number}:{text}"));
-                    true
-                });
-                if let Err(e) = scanned {
-                    tracing::debug!(path = %shown, error = %e, "search skipped a file");
-                }
-                !full
-            })
+                    !full
+                },
+            )
             .map_err(|e| base.err(e))?;
         }
     }
@@ -939,8 +952,11 @@ mod tests {
         fs::create_dir_all(project.join("src/deep")).expect("mkdir");
         fs::create_dir_all(&outside).expect("mkdir");
         fs::write(outside.join("secret.txt"), "hunter2\n").expect("write");
-        fs::write(project.join("src/main.rs"), "fn main() {\n    println!(\"hi\");\n}\n")
-            .expect("write");
+        fs::write(
+            project.join("src/main.rs"),
+            "fn main() {\n    println!(\"hi\");\n}\n",
+        )
+        .expect("write");
         fs::write(project.join("src/deep/lib.rs"), "pub fn hi() {}\n").expect("write");
         fs::write(project.join("notes.md"), "# Notes\nhi there\nHI again\n").expect("write");
         Fixture {
@@ -1013,7 +1029,10 @@ mod tests {
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
-        assert!(message.contains("outside the project directory"), "{message}");
+        assert!(
+            message.contains("outside the project directory"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -1133,8 +1152,12 @@ mod tests {
         let body: String = (1..=10).map(|i| format!("line {i}\n")).collect();
         fs::write(f.project.join("ten.txt"), body).expect("write");
 
-        let out = read(&f.project, read_args("ten.txt", Some(3), Some(4)), &limits())
-            .expect("read");
+        let out = read(
+            &f.project,
+            read_args("ten.txt", Some(3), Some(4)),
+            &limits(),
+        )
+        .expect("read");
         assert_eq!(out["text"], "line 3\nline 4\nline 5\nline 6\n");
         assert_eq!(out["totalLines"], 10);
         assert_eq!(out["lines"], 4);
@@ -1173,15 +1196,19 @@ mod tests {
     #[test]
     fn refuses_binary_files_and_directories() {
         let f = fixture();
-        fs::write(f.project.join("blob.bin"), [0x89, b'P', b'N', b'G', 0, 0, 1]).expect("write");
+        fs::write(
+            f.project.join("blob.bin"),
+            [0x89, b'P', b'N', b'G', 0, 0, 1],
+        )
+        .expect("write");
         let err = read(&f.project, read_args("blob.bin", None, None), &limits())
             .expect_err("binary refused");
         assert!(err.to_string().contains("binary"), "{err}");
         let err = read(&f.project, read_args("src", None, None), &limits())
             .expect_err("directory refused");
         assert!(err.to_string().contains("computer_file_list"), "{err}");
-        let err = read(&f.project, read_args("missing.txt", None, None), &limits())
-            .expect_err("missing");
+        let err =
+            read(&f.project, read_args("missing.txt", None, None), &limits()).expect_err("missing");
         assert!(matches!(err, FileError::NotFound { .. }), "{err:?}");
     }
 
@@ -1232,14 +1259,18 @@ mod tests {
     fn edits_replace_exactly_once_unless_told_all() {
         let f = fixture();
         fs::write(f.project.join("notes.md"), "alpha beta\nbeta gamma\nbeta\n").expect("write");
-        let err = edit(&f.project, edit_args("beta", "BETA", false), &limits())
-            .expect_err("ambiguous");
+        let err =
+            edit(&f.project, edit_args("beta", "BETA", false), &limits()).expect_err("ambiguous");
         assert!(err.to_string().contains("occurs 3 times"), "{err}");
-        let err = edit(&f.project, edit_args("delta", "x", false), &limits())
-            .expect_err("not found");
+        let err =
+            edit(&f.project, edit_args("delta", "x", false), &limits()).expect_err("not found");
         assert!(err.to_string().contains("not found"), "{err}");
-        let out = edit(&f.project, edit_args("alpha beta", "alpha BETA", false), &limits())
-            .expect("unique edit");
+        let out = edit(
+            &f.project,
+            edit_args("alpha beta", "alpha BETA", false),
+            &limits(),
+        )
+        .expect("unique edit");
         assert_eq!(out["replacements"], 1);
         let out = edit(&f.project, edit_args("beta", "b", true), &limits()).expect("replace all");
         assert_eq!(out["replacements"], 2);
@@ -1279,20 +1310,32 @@ mod tests {
             overwrite,
             recursive,
         };
-        copy(&f.project, transfer("notes.md", "copies/notes.md", false, false), &limits())
-            .expect("copy file");
-        let err = copy(&f.project, transfer("notes.md", "copies/notes.md", false, false), &limits())
-            .expect_err("exists");
+        copy(
+            &f.project,
+            transfer("notes.md", "copies/notes.md", false, false),
+            &limits(),
+        )
+        .expect("copy file");
+        let err = copy(
+            &f.project,
+            transfer("notes.md", "copies/notes.md", false, false),
+            &limits(),
+        )
+        .expect_err("exists");
         assert!(err.to_string().contains("overwrite"), "{err}");
         let err = copy(&f.project, transfer("src", "src2", false, false), &limits())
             .expect_err("directory needs recursive");
         assert!(err.to_string().contains("recursive"), "{err}");
-        let out = copy(&f.project, transfer("src", "src2", false, true), &limits())
-            .expect("copy tree");
+        let out =
+            copy(&f.project, transfer("src", "src2", false, true), &limits()).expect("copy tree");
         assert_eq!(out["files"], 2);
         assert!(f.project.join("src2/deep/lib.rs").exists());
-        let err = copy(&f.project, transfer("src", "src/inner", false, true), &limits())
-            .expect_err("into itself");
+        let err = copy(
+            &f.project,
+            transfer("src", "src/inner", false, true),
+            &limits(),
+        )
+        .expect_err("into itself");
         assert!(err.to_string().contains("into itself"), "{err}");
 
         rename(&f.project, transfer("src2", "moved/src", false, false)).expect("move");
@@ -1377,8 +1420,12 @@ mod tests {
     #[test]
     fn searches_files_by_glob() {
         let f = fixture();
-        let out = search(&f.project, search_args(SearchMode::Files, "*.rs"), &limits())
-            .expect("search");
+        let out = search(
+            &f.project,
+            search_args(SearchMode::Files, "*.rs"),
+            &limits(),
+        )
+        .expect("search");
         assert_eq!(out["hits"], json!(["src/deep/lib.rs", "src/main.rs"]));
         let out = search(
             &f.project,
@@ -1414,14 +1461,20 @@ mod tests {
         .expect("search");
         assert_eq!(
             out["hits"],
-            json!(["src/deep/lib.rs:1:pub fn hi() {}", "src/main.rs:1:fn main() {"])
+            json!([
+                "src/deep/lib.rs:1:pub fn hi() {}",
+                "src/main.rs:1:fn main() {"
+            ])
         );
         let mut literal = search_args(SearchMode::Content, "hi");
         literal.literal = true;
         literal.case_insensitive = true;
         literal.glob = Some("*.md".into());
         let out = search(&f.project, literal, &limits()).expect("search");
-        assert_eq!(out["hits"], json!(["notes.md:2:hi there", "notes.md:3:HI again"]));
+        assert_eq!(
+            out["hits"],
+            json!(["notes.md:2:hi there", "notes.md:3:HI again"])
+        );
         let mut capped = search_args(SearchMode::Content, "(?i)hi");
         capped.max_results = Some(1);
         let out = search(&f.project, capped, &limits()).expect("search");

@@ -25,9 +25,38 @@ const RAW_TEXT: &[&str] = &[
 ];
 /// Elements that start a new line in the extracted text.
 const BLOCK: &[&str] = &[
-    "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption",
-    "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main",
-    "nav", "ol", "p", "pre", "section", "table", "title", "tr", "ul",
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "br",
+    "dd",
+    "div",
+    "dl",
+    "dt",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "table",
+    "title",
+    "tr",
+    "ul",
 ];
 
 enum Token<'a> {
@@ -92,8 +121,8 @@ fn scan(html: &[u8], mut on: impl FnMut(Token<'_>)) {
             i = lt + 1;
             continue;
         }
-        let name = String::from_utf8_lossy(&html[name_start..name_start + name_len])
-            .to_ascii_lowercase();
+        let name =
+            String::from_utf8_lossy(&html[name_start..name_start + name_len]).to_ascii_lowercase();
         let end = tag_end(html, name_start + name_len);
         if closing {
             on(Token::Close { name });

@@ -51,9 +51,15 @@ const MAX_LINE_BYTES: usize = 4096;
 pub(super) fn clean_env() -> Vec<(&'static str, String)> {
     let inherited = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     let mut env = vec![
-        ("PATH", inherited("PATH").unwrap_or_else(|| DEFAULT_PATH.into())),
+        (
+            "PATH",
+            inherited("PATH").unwrap_or_else(|| DEFAULT_PATH.into()),
+        ),
         ("HOME", inherited("HOME").unwrap_or_else(|| "/".into())),
-        ("LANG", inherited("LANG").unwrap_or_else(|| "C.UTF-8".into())),
+        (
+            "LANG",
+            inherited("LANG").unwrap_or_else(|| "C.UTF-8".into()),
+        ),
         ("SHELL", "/bin/sh".into()),
         ("TERM", "dumb".into()),
         ("NO_COLOR", "1".into()),
@@ -267,10 +273,8 @@ async fn drive<S: LineSink>(
             }
         }
     };
-    if !pumps_done {
-        if tokio::time::timeout(DRAIN_GRACE, &mut pumps).await.is_ok() {
-            pumps_done = true;
-        }
+    if !pumps_done && tokio::time::timeout(DRAIN_GRACE, &mut pumps).await.is_ok() {
+        pumps_done = true;
     }
     // Whatever the command left running in its group goes with it.
     kill_group(group, Signal::SIGKILL);
@@ -388,7 +392,7 @@ pub(super) struct StartArgs {
 /// Arguments naming one background process.
 #[derive(Debug, Deserialize)]
 pub(super) struct IdArgs {
-    id: String,
+    pub(super) id: String,
 }
 
 /// Arguments of `computer_terminal_read`.
@@ -514,7 +518,9 @@ impl Terminals {
             .filter_map(|(key, p)| lock(&p.state).finished_at.map(|at| (at, *key)))
             .collect();
         finished.sort();
-        let excess = finished.len().saturating_sub(limits.background_kept_finished);
+        let excess = finished
+            .len()
+            .saturating_sub(limits.background_kept_finished);
         for (i, (at, key)) in finished.into_iter().enumerate() {
             if i < excess || now.duration_since(at) > limits.background_keep_for {
                 registry.processes.remove(&key);
@@ -687,7 +693,9 @@ impl Terminals {
     pub(super) async fn shutdown(&self) {
         let processes: Vec<Arc<Background>> = {
             let mut registry = lock(&self.inner);
-            std::mem::take(&mut registry.processes).into_values().collect()
+            std::mem::take(&mut registry.processes)
+                .into_values()
+                .collect()
         };
         let mut tasks = Vec::new();
         for process in &processes {
@@ -766,7 +774,11 @@ mod tests {
         assert_eq!(out.exit.code, Some(3));
         assert!(!out.exit.stopped);
         let dir = tmp.path().canonicalize().expect("canonicalize");
-        assert!(out.output.contains(&*dir.to_string_lossy()), "{}", out.output);
+        assert!(
+            out.output.contains(&*dir.to_string_lossy()),
+            "{}",
+            out.output
+        );
         assert!(out.output.contains("oops"), "{}", out.output);
         let value = run_result(out, Duration::from_secs(20));
         assert_eq!(value["exitCode"], 3);
@@ -778,13 +790,20 @@ mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let started = Instant::now();
         let out = run_to_end(
-            &spec("sleep 30 & echo $! > child.pid; echo started; wait", tmp.path()),
+            &spec(
+                "sleep 30 & echo $! > child.pid; echo started; wait",
+                tmp.path(),
+            ),
             Duration::from_secs(1),
             30_000,
         )
         .await
         .expect("run");
-        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
         assert!(out.exit.stopped);
         assert!(out.output.contains("started"), "{}", out.output);
         let child: i32 = std::fs::read_to_string(tmp.path().join("child.pid"))
@@ -792,7 +811,10 @@ mod tests {
             .trim()
             .parse()
             .expect("a pid");
-        assert!(eventually_dead(child).await, "the child sleep {child} survived");
+        assert!(
+            eventually_dead(child).await,
+            "the child sleep {child} survived"
+        );
         let value = run_result(out, Duration::from_secs(1));
         assert_eq!(value["timedOut"], true);
         assert!(value["note"].as_str().expect("note").contains("timed out"));
@@ -814,15 +836,22 @@ mod tests {
             .trim()
             .parse()
             .expect("a pid");
-        assert!(eventually_dead(left).await, "the leftover sleep {left} survived");
+        assert!(
+            eventually_dead(left).await,
+            "the leftover sleep {left} survived"
+        );
     }
 
     #[tokio::test]
     async fn output_past_the_cap_keeps_head_and_tail() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let out = run_to_end(&spec("seq 1 100000", tmp.path()), Duration::from_secs(20), 2000)
-            .await
-            .expect("run");
+        let out = run_to_end(
+            &spec("seq 1 100000", tmp.path()),
+            Duration::from_secs(20),
+            2000,
+        )
+        .await
+        .expect("run");
         assert!(out.output.starts_with("1\n2\n3\n"), "{}", &out.output[..40]);
         assert!(out.output.ends_with("99999\n100000\n"));
         assert!(out.output.contains("bytes of output omitted"));
@@ -852,7 +881,10 @@ mod tests {
             .chain(["DEPLOY_TOKEN", "PWD", "SHLVL", "_", "OLDPWD"])
             .collect();
         for (name, _) in &vars {
-            assert!(allowed.contains(name), "{name} leaked into the command's environment");
+            assert!(
+                allowed.contains(name),
+                "{name} leaked into the command's environment"
+            );
         }
         for expected in [
             ("GIT_TERMINAL_PROMPT", "0"),
@@ -880,11 +912,7 @@ mod tests {
         }
     }
 
-    async fn read_until(
-        terminals: &Terminals,
-        id: &str,
-        done: impl Fn(&Value) -> bool,
-    ) -> Value {
+    async fn read_until(terminals: &Terminals, id: &str, done: impl Fn(&Value) -> bool) -> Value {
         for _ in 0..100 {
             let page = terminals
                 .read(
@@ -959,7 +987,10 @@ mod tests {
             )
             .expect("read");
         assert_eq!(from_start["text"], "8\n9\n10\n");
-        assert!(from_start["note"].as_str().expect("note").contains("dropped"));
+        assert!(from_start["note"]
+            .as_str()
+            .expect("note")
+            .contains("dropped"));
 
         // At the limit of running processes, a third is refused.
         let third = terminals

@@ -193,7 +193,8 @@ impl Resolve for GuardedResolver {
                 (true, Some(addr)) => Err(Box::new(WebError::PrivateAddress {
                     host,
                     addr: addr.ip(),
-                }) as Box<dyn std::error::Error + Send + Sync>),
+                })
+                    as Box<dyn std::error::Error + Send + Sync>),
                 (true, None) => Err(format!("{host} resolved to no address").into()),
                 (false, _) => Ok(Box::new(allowed.into_iter()) as Addrs),
             }
@@ -243,7 +244,11 @@ impl WebClient {
             .redirect(redirect_policy)
             .timeout(limits.web_timeout)
             .connect_timeout(Duration::from_secs(10).min(limits.web_timeout))
-            .user_agent(concat!("Hearth/", env!("CARGO_PKG_VERSION"), " (web_fetch)"))
+            .user_agent(concat!(
+                "Hearth/",
+                env!("CARGO_PKG_VERSION"),
+                " (web_fetch)"
+            ))
             .build()
             .map_err(|e| WebError::Client(e.to_string()))?;
         Ok(Self { client, policy })
@@ -397,7 +402,10 @@ async fn html_to_text(body: Vec<u8>) -> String {
     match tokio::time::timeout(CONVERT_BUDGET, rx).await {
         Ok(Ok(Ok(text))) => text,
         outcome => {
-            tracing::debug!(timed_out = outcome.is_err(), "HTML converted by stripping tags");
+            tracing::debug!(
+                timed_out = outcome.is_err(),
+                "HTML converted by stripping tags"
+            );
             super::html::strip_tags(&body)
         }
     }
@@ -560,7 +568,10 @@ mod tests {
             assert!(is_public(ip.parse().expect(ip)), "{ip} should be public");
         }
         for ip in private {
-            assert!(!is_public(ip.parse().expect(ip)), "{ip} should not be public");
+            assert!(
+                !is_public(ip.parse().expect(ip)),
+                "{ip} should not be public"
+            );
         }
     }
 
@@ -589,7 +600,13 @@ mod tests {
     async fn refuses_a_name_that_resolves_to_loopback() {
         let private = serve([127, 0, 0, 1]).await;
         let client = client(false, &ComputerLimits::default());
-        assert_refused(fetch(&client, format!("http://intranet.test:{}/text", private.port())).await);
+        assert_refused(
+            fetch(
+                &client,
+                format!("http://intranet.test:{}/text", private.port()),
+            )
+            .await,
+        );
     }
 
     #[tokio::test]
@@ -598,11 +615,16 @@ mod tests {
         let public = serve([127, 0, 0, 2]).await;
         let client = client(false, &ComputerLimits::default());
         // The "public" server itself is reachable, by literal and by name...
-        let page = fetch(&client, format!("http://{public}/text")).await.expect("public page");
-        assert_eq!(page["text"], "plain words");
-        let page = fetch(&client, format!("http://public.test:{}/text", public.port()))
+        let page = fetch(&client, format!("http://{public}/text"))
             .await
-            .expect("public name");
+            .expect("public page");
+        assert_eq!(page["text"], "plain words");
+        let page = fetch(
+            &client,
+            format!("http://public.test:{}/text", public.port()),
+        )
+        .await
+        .expect("public name");
         assert_eq!(page["text"], "plain words");
         // ...but not where it redirects to, by literal or by name.
         for target in [
@@ -622,27 +644,47 @@ mod tests {
         let private = serve([127, 0, 0, 1]).await;
         let public = serve([127, 0, 0, 2]).await;
         let client = client(true, &ComputerLimits::default());
-        let page = fetch(&client, format!("http://{private}/text")).await.expect("allowed");
+        let page = fetch(&client, format!("http://{private}/text"))
+            .await
+            .expect("allowed");
         assert_eq!(page["text"], "plain words");
         assert_eq!(page["status"], 200);
         let page = fetch(
             &client,
-            format!("http://{public}/redirect?to=http://intranet.test:{}/text", private.port()),
+            format!(
+                "http://{public}/redirect?to=http://intranet.test:{}/text",
+                private.port()
+            ),
         )
         .await
         .expect("allowed redirect");
         assert_eq!(page["text"], "plain words");
-        assert_eq!(page["url"], format!("http://intranet.test:{}/text", private.port()));
+        assert_eq!(
+            page["url"],
+            format!("http://intranet.test:{}/text", private.port())
+        );
     }
 
     #[tokio::test]
     async fn converts_html_to_text() {
         let public = serve([127, 0, 0, 2]).await;
         let client = client(false, &ComputerLimits::default());
-        let page = fetch(&client, format!("http://{public}/")).await.expect("page");
+        let page = fetch(&client, format!("http://{public}/"))
+            .await
+            .expect("page");
         let text = page["text"].as_str().expect("text");
-        for expected in ["Hello", "World of", "links", "https://example.org/x", "first", "second"] {
-            assert!(text.contains(expected), "{expected:?} missing from {text:?}");
+        for expected in [
+            "Hello",
+            "World of",
+            "links",
+            "https://example.org/x",
+            "first",
+            "second",
+        ] {
+            assert!(
+                text.contains(expected),
+                "{expected:?} missing from {text:?}"
+            );
         }
         assert!(!text.contains("evil"), "{text}");
         assert!(!text.contains("color"), "{text}");
@@ -686,9 +728,19 @@ mod tests {
         assert_eq!(html_to_text(html.into_bytes()).await, "deep\n");
         let unclosed = "<b id=x>t".repeat(depth);
         assert!(html_to_text(unclosed.into_bytes()).await.starts_with("ttt"));
-        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
         // A page within the bound goes through the full converter (footnoted links).
-        let shallow = format!("{}<a href=\"https://example.org/\">x</a>{}", "<div>".repeat(100), "</div>".repeat(100));
-        assert!(html_to_text(shallow.into_bytes()).await.contains("https://example.org/"));
+        let shallow = format!(
+            "{}<a href=\"https://example.org/\">x</a>{}",
+            "<div>".repeat(100),
+            "</div>".repeat(100)
+        );
+        assert!(html_to_text(shallow.into_bytes())
+            .await
+            .contains("https://example.org/"));
     }
 }
