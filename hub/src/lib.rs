@@ -486,8 +486,16 @@ async fn ensure_project_dirs(store: &DocumentStore, dir: &std::path::Path) {
 }
 
 /// The built-in computer plugin's tools, registered by the plugin supervisor while the
-/// `computer` plugin is enabled.
+/// `computer` plugin is enabled; its row's `allow_private_network` setting (the owner's
+/// choice, off by default) lets `web_fetch` reach the home network.
 fn computer_tools(computer: &Arc<computer::Computer>) -> plugins::supervisor::BuiltinTools {
     let computer = computer.clone();
-    Box::new(move || crate::computer::tools(&computer))
+    Box::new(move |settings| {
+        let allow = settings
+            .get(computer::ALLOW_PRIVATE_NETWORK)
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        computer.set_allow_private_network(allow);
+        crate::computer::tools(&computer)
+    })
 }

@@ -23,7 +23,10 @@ pub mod web;
 use std::{
     net::IpAddr,
     path::{Path, PathBuf},
-    sync::{Arc, OnceLock},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
     time::Duration,
 };
 
@@ -138,10 +141,16 @@ impl std::fmt::Debug for ComputerConfig {
 /// and its HTTP client.
 pub struct Computer {
     config: ComputerConfig,
+    /// The owner's current choice (the plugin's setting), over the config's.
+    allow_private: AtomicBool,
     terminals: terminal::Terminals,
-    /// Built on the first fetch; a failure to build is reported to the model.
-    web: OnceLock<Result<web::WebClient, String>>,
+    /// Built on the first fetch, again when the owner's choice changed; a failure to
+    /// build is reported to the model.
+    web: Mutex<Option<(bool, Arc<web::WebClient>)>>,
 }
+
+/// The computer plugin's setting that lets `web_fetch` reach private addresses.
+pub const ALLOW_PRIVATE_NETWORK: &str = "allow_private_network";
 
 impl std::fmt::Debug for Computer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -155,10 +164,17 @@ impl Computer {
     /// A computer plugin with no processes yet.
     pub fn new(config: ComputerConfig) -> Arc<Self> {
         Arc::new(Self {
+            allow_private: AtomicBool::new(config.allow_private_network),
             config,
             terminals: terminal::Terminals::new(),
-            web: OnceLock::new(),
+            web: Mutex::new(None),
         })
+    }
+
+    /// Lets `web_fetch` reach private, loopback and link-local addresses, or not (the
+    /// next fetch uses it).
+    pub fn set_allow_private_network(&self, allow: bool) {
+        self.allow_private.store(allow, Ordering::SeqCst);
     }
 
     /// Kills every background process and waits for them to end.
@@ -166,18 +182,23 @@ impl Computer {
         self.terminals.shutdown().await;
     }
 
-    fn web(&self) -> Result<&web::WebClient, web::WebError> {
-        self.web
-            .get_or_init(|| {
-                let policy = web::AddressPolicy {
-                    allow_private: self.config.allow_private_network,
-                    public_for_tests: self.config.public_for_tests.clone(),
-                };
-                web::WebClient::new(policy, self.config.resolver.clone(), &self.config.limits)
-                    .map_err(|e| e.to_string())
-            })
-            .as_ref()
-            .map_err(|e| web::WebError::Request(e.clone()))
+    fn web(&self) -> Result<Arc<web::WebClient>, web::WebError> {
+        let allow = self.allow_private.load(Ordering::SeqCst);
+        let mut slot = self.web.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((built_for, client)) = slot.as_ref() {
+            if *built_for == allow {
+                return Ok(client.clone());
+            }
+        }
+        let policy = web::AddressPolicy {
+            allow_private: allow,
+            public_for_tests: self.config.public_for_tests.clone(),
+        };
+        let client = web::WebClient::new(policy, self.config.resolver.clone(), &self.config.limits)
+            .map(Arc::new)
+            .map_err(|e| web::WebError::Request(e.to_string()))?;
+        *slot = Some((allow, client.clone()));
+        Ok(client)
     }
 }
 
@@ -761,6 +782,31 @@ mod tests {
         assert_eq!(get("computer_terminal_list"), (Safe, NONE, false));
         assert_eq!(get("computer_terminal_read"), (Safe, NONE, true));
         assert_eq!(get("computer_web_fetch"), (Safe, Fetches, true));
+    }
+
+    #[tokio::test]
+    async fn the_owners_setting_opens_and_closes_the_home_network() {
+        let lab = lab();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let app = axum::Router::new().route("/", axum::routing::get(|| async { "on the LAN" }));
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let fetch = || {
+            lab.call(
+                "computer_web_fetch",
+                json!({ "url": format!("http://{addr}/") }),
+            )
+        };
+        let refused = fetch().await.expect_err("loopback is refused by default");
+        assert!(refused.to_string().contains("127.0.0.1"), "{refused}");
+        lab.computer.set_allow_private_network(true);
+        let page = fetch().await.expect("allowed by the owner");
+        assert_eq!(page["text"], "on the LAN");
+        lab.computer.set_allow_private_network(false);
+        fetch().await.expect_err("closed again");
+        server.abort();
     }
 
     #[tokio::test]

@@ -455,9 +455,9 @@ impl PluginStore {
     pub fn ensure_builtin(&self) -> Result<(), PluginError> {
         let now = now_ms();
         self.conn().execute(
-            "INSERT INTO plugins (name, builtin, enabled, created_at, updated_at)
-             VALUES (?1, 1, 1, ?2, ?2) ON CONFLICT(name) DO NOTHING",
-            params![COMPUTER, now],
+            "INSERT INTO plugins (name, builtin, enabled, settings, created_at, updated_at)
+             VALUES (?1, 1, 1, ?2, ?3, ?3) ON CONFLICT(name) DO NOTHING",
+            params![COMPUTER, r#"{"allow_private_network":false}"#, now],
         )?;
         Ok(())
     }

@@ -165,8 +165,10 @@ impl SupervisorConfig {
     }
 }
 
-/// The built-in computer plugin's tools (registered while its row is enabled).
-pub type BuiltinTools = Box<dyn Fn() -> Vec<ToolDescriptor> + Send + Sync>;
+/// The built-in computer plugin's tools for its row's settings (called when it is
+/// enabled and whenever its settings change; registered while it is enabled).
+pub type BuiltinTools =
+    Box<dyn Fn(&serde_json::Map<String, serde_json::Value>) -> Vec<ToolDescriptor> + Send + Sync>;
 
 /// What the supervisor works with.
 pub struct SupervisorDeps {
@@ -297,8 +299,8 @@ struct Supervisor {
     servers: BTreeMap<ServerKey, ServerTask>,
     /// Tasks of servers stopped for good, finishing their stop.
     retiring: Vec<JoinHandle<()>>,
-    /// The computer plugin's registration: `Some(project)` while registered.
-    computer: Option<Option<DocId>>,
+    /// The computer plugin's registration: `Some((project, settings))` while registered.
+    computer: Option<(Option<DocId>, serde_json::Map<String, serde_json::Value>)>,
 }
 
 impl Supervisor {
@@ -412,13 +414,14 @@ impl Supervisor {
         let want = plugins
             .iter()
             .find(|p| p.name == COMPUTER && p.builtin && p.enabled)
-            .map(|p| p.project);
+            .map(|p| (p.project, p.settings.clone()));
         if want == self.computer {
             return;
         }
-        match want {
-            Some(project) => {
-                let tools: Vec<ToolDescriptor> = (self.deps.computer)()
+        match &want {
+            Some((project, settings)) => {
+                let project = *project;
+                let tools: Vec<ToolDescriptor> = (self.deps.computer)(settings)
                     .into_iter()
                     .map(|t| ToolDescriptor {
                         only_in: project,

@@ -119,7 +119,7 @@ impl Lab {
             store: Arc::new(PluginStore::open(&hub_db).expect("supervisor's plugins")),
             registry: registry.clone(),
             secrets: Some(secrets.clone()),
-            computer: Box::new(|| {
+            computer: Box::new(|_| {
                 vec![ToolDescriptor {
                     name: "computer_probe".into(),
                     description: "a stand-in for the computer's tools".into(),

@@ -88,7 +88,7 @@ pub async fn api_state(home: &Path) -> TestState {
             store: Arc::new(PluginStore::open(&hub_db).expect("supervisor's plugins")),
             registry: chat.agent.tools().clone(),
             secrets: Some(chat.secrets.clone()),
-            computer: Box::new(Vec::new),
+            computer: Box::new(|_| Vec::new()),
         },
         plugin_store,
     );
