@@ -31,6 +31,7 @@
 //! - [`agent`]: the agent's parts; so far the model providers;
 //! - [`plugins`]: plugins (MCP servers, the built-in computer) in `hub.db`, and the
 //!   supervisor that runs their servers and registers their tools;
+//! - [`computer`]: the built-in computer plugin (project files, terminal, web fetch);
 //! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest.
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
@@ -42,6 +43,7 @@ pub mod api;
 pub mod chat;
 pub mod chat_cli;
 pub mod cli;
+pub mod computer;
 pub mod devices;
 pub mod events;
 pub mod hub_client;
@@ -134,6 +136,7 @@ pub struct Hub {
     chat: Arc<chat::ChatService>,
     events: Arc<events::EventHub>,
     plugins: Arc<plugins::Plugins>,
+    computer: Arc<computer::Computer>,
     http: Option<(
         tokio::sync::oneshot::Sender<()>,
         tokio::task::JoinHandle<()>,
@@ -305,11 +308,12 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     // runs the plugins' servers starts last, in the background.
     let plugin_store = Arc::new(plugins::PluginStore::open(&hub_db)?);
     plugin_store.ensure_builtin()?;
+    let computer = computer::Computer::new(computer::ComputerConfig::default());
     let plugin_deps = plugins::SupervisorDeps {
         store: Arc::new(plugins::PluginStore::open(&hub_db)?),
         registry: agent.tools().clone(),
         secrets: Some(secrets.clone()),
-        computer: computer_tools(&settings),
+        computer: computer_tools(&computer),
     };
     // The one numbered event stream: chat (hooked by the chat service), documents, devices.
     let events = Arc::new(events::EventHub::new());
@@ -403,6 +407,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         chat,
         events,
         plugins,
+        computer,
         http,
         advertiser,
         stop_watch,
@@ -426,7 +431,8 @@ impl Hub {
 
     /// Shuts down in order: the HTTP server stops accepting; chat turns are stopped
     /// (their streams end, so the server's open responses finish); the plugins' servers
-    /// are stopped (their process groups killed); the server drains; the iroh router
+    /// and the computer plugin's background processes are stopped (their process groups
+    /// killed); the server drains; the iroh router
     /// lets sync sessions flush; the store checkpoints its WAL.
     pub async fn shutdown(self) {
         drop(self.advertiser);
@@ -440,6 +446,8 @@ impl Hub {
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
         // After the turns: no tool call is left waiting on a server.
         self.plugins.shutdown().await;
+        // After the turns: kills the computer plugin's background processes.
+        self.computer.shutdown().await;
         // After the turns' last events: closes every event socket and turn stream.
         self.events.shutdown().await;
         if let Some(mut task) = http {
@@ -479,11 +487,7 @@ async fn ensure_project_dirs(store: &DocumentStore, dir: &std::path::Path) {
 
 /// The built-in computer plugin's tools, registered by the plugin supervisor while the
 /// `computer` plugin is enabled.
-///
-/// PENDING (issue 14): the computer module (`crate::computer`: files, terminal, web) is
-/// written on its own branch. Until it is merged the computer plugin registers no tools;
-/// then this body becomes `let computer = computer::Computer::new(ComputerConfig { .. });
-/// Box::new(move || computer::tools(&computer))`.
-fn computer_tools(_settings: &HubSettings) -> plugins::supervisor::BuiltinTools {
-    Box::new(Vec::new)
+fn computer_tools(computer: &Arc<computer::Computer>) -> plugins::supervisor::BuiltinTools {
+    let computer = computer.clone();
+    Box::new(move || crate::computer::tools(&computer))
 }
