@@ -28,10 +28,11 @@ fn call(
     ))
 }
 
-/// A refusal: an error status, or a tool result marked as an error, saying something.
-fn refused((status, answer): &(u16, Value)) -> bool {
-    let said = answer.to_string();
-    (*status >= 400 || answer["isError"] == true) && said.len() > 2
+/// A refusal the model sees: a tool result marked as an error whose text says `why`.
+fn refused((status, answer): &(u16, Value), why: &str) -> bool {
+    *status == 200
+        && answer["isError"] == true
+        && answer["output"].as_str().is_some_and(|o| o.contains(why))
 }
 
 #[test]
@@ -89,7 +90,11 @@ fn the_computer_plugin_keeps_to_the_project_and_off_loopback() -> anyhow::Result
         "link-out".to_string(),
     ] {
         let answer = read(&escape)?;
-        assert!(refused(&answer), "{escape}: {answer:?}");
+        eprintln!("{escape}: {answer:?}");
+        assert!(
+            refused(&answer, "outside the project"),
+            "{escape}: {answer:?}"
+        );
         let said = answer.1.to_string();
         assert!(!said.contains("next door"), "{escape}: {answer:?}");
     }
@@ -98,7 +103,8 @@ fn the_computer_plugin_keeps_to_the_project_and_off_loopback() -> anyhow::Result
     let page = TcpListener::bind("127.0.0.1:0")?;
     let url = format!("http://{}/secret", page.local_addr()?);
     let answer = call(&hub, &general, "computer_web_fetch", json!({ "url": url }))?;
-    assert!(refused(&answer), "{answer:?}");
+    eprintln!("{url}: {answer:?}");
+    assert!(refused(&answer, "loopback"), "{answer:?}");
     page.set_nonblocking(true)?;
     match page.accept() {
         Err(e) if e.kind() == ErrorKind::WouldBlock => {}
