@@ -197,9 +197,9 @@ ALTER TABLE devices ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tool_permissions ADD COLUMN ask INTEGER NOT NULL DEFAULT 0;
 ",
     // 9: plugins (MCP servers and built-ins), the tools last discovered per server, and
-    // each plugin's key-value store per project. From here on a row that allows a tool
-    // without `ask` lets a risky tool run unasked in its project; rows written before
-    // meant "offered, still asking", so the risky system tools' rows keep asking.
+    // each plugin's key-value store per project. `tool_permissions.ask` becomes
+    // three-valued: NULL asks when the call is risky (what every row meant before), 1
+    // asks every call, 0 never asks (the owner allowed the tool outright).
     "
 CREATE TABLE plugins (
   name TEXT PRIMARY KEY NOT NULL,
@@ -230,8 +230,17 @@ CREATE TABLE plugin_kv (
   updated_at INTEGER NOT NULL,
   PRIMARY KEY (plugin, project, key)
 );
-UPDATE tool_permissions SET ask = 1
-  WHERE allowed = 1 AND tool IN ('notes_delete', 'tasks_delete', 'contacts_delete');
+CREATE TABLE tool_permissions_v9 (
+  project TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  allowed INTEGER NOT NULL,
+  ask INTEGER,
+  PRIMARY KEY (project, tool)
+);
+INSERT INTO tool_permissions_v9 (project, tool, allowed, ask)
+  SELECT project, tool, allowed, CASE WHEN ask = 1 THEN 1 ELSE NULL END FROM tool_permissions;
+DROP TABLE tool_permissions;
+ALTER TABLE tool_permissions_v9 RENAME TO tool_permissions;
 ",
 ];
 
@@ -419,6 +428,42 @@ mod tests {
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("version");
         assert_eq!(v, HUB_DB_VERSION + 1);
+    }
+
+    #[test]
+    fn tool_permissions_keep_their_meaning_across_migration_9() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("hub.db");
+        {
+            let c = Connection::open(&path).expect("raw open");
+            for sql in &MIGRATIONS[..8] {
+                c.execute_batch(sql).expect("old migration");
+            }
+            c.pragma_update(None, "user_version", 8).expect("version");
+            // Before 9, "allowed, not ask" still asked for a risky call.
+            c.execute_batch(
+                "INSERT INTO tool_permissions (project, tool, allowed, ask) VALUES
+                   ('p', 'notes_delete', 1, 0), ('p', 'notes_create', 1, 1), ('p', 'tasks_delete', 0, 0);",
+            )
+            .expect("old rows");
+        }
+        let c = open(&path, Durability::Normal).expect("migrates");
+        let rows: Vec<(String, bool, Option<bool>)> = c
+            .prepare("SELECT tool, allowed, ask FROM tool_permissions ORDER BY tool")
+            .expect("prepare")
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert_eq!(
+            rows,
+            vec![
+                ("notes_create".to_string(), true, Some(true)),
+                ("notes_delete".to_string(), true, None),
+                ("tasks_delete".to_string(), false, None),
+            ],
+            "nothing becomes allowed outright by the migration"
+        );
     }
 
     #[test]

@@ -215,27 +215,32 @@ type ConvKey = (DocId, String);
 pub struct ToolPermission {
     /// Offered at all.
     pub allowed: bool,
-    /// Every call waits for the owner's approval; without it, an explicitly allowed
-    /// tool runs unasked even if risky ("risky unless allowed for the project").
-    pub ask: bool,
+    /// `Some(true)`: every call waits for the owner; `Some(false)`: no call does, even a
+    /// risky one ("risky unless allowed for the project"); `None`: risky calls do.
+    pub ask: Option<bool>,
 }
 
 impl ToolPermission {
-    /// Offered, and runs without asking, even a risky tool (but never a guarded one
-    /// after untrusted text in the same turn).
+    /// Offered; risky calls ask.
     pub const ALLOW: Self = Self {
         allowed: true,
-        ask: false,
+        ask: None,
+    };
+    /// Offered, and no call asks, even a risky one (but a guarded tool still does after
+    /// untrusted text in the same turn).
+    pub const TRUST: Self = Self {
+        allowed: true,
+        ask: Some(false),
     };
     /// Offered, and every call waits for the owner.
     pub const ASK: Self = Self {
         allowed: true,
-        ask: true,
+        ask: Some(true),
     };
     /// Not offered.
     pub const FORBID: Self = Self {
         allowed: false,
-        ask: false,
+        ask: None,
     };
 }
 
@@ -959,8 +964,8 @@ impl Agent {
     /// overrides, of which the nearest wins: the project's own, else its parent's, and
     /// so on up the tree (a subproject inherits unless it overrides). A plugin bound to a
     /// project is offered only in that project's subtree. An override that allows a
-    /// tool asks every call ("ask first") or none (allowed: even a risky tool runs
-    /// unasked); without one, risky calls ask.
+    /// tool asks every call ("ask first"), none (allowed outright: even a risky call
+    /// runs unasked), or, like no override, its risky calls.
     pub fn permitted(&self, project: &DocId) -> Result<Vec<PermittedTool>, AgentError> {
         let chain = self.ancestry(*project);
         let overrides: HashMap<(String, String), ToolPermission> = {
@@ -992,8 +997,11 @@ impl Agent {
                     .find_map(|p| overrides.get(&(p.to_string(), tool.name.clone())));
                 let approval = match nearest {
                     Some(p) if !p.allowed => return None,
-                    Some(p) if p.ask => ApprovalRule::Always,
-                    Some(_) => ApprovalRule::Never,
+                    Some(p) => match p.ask {
+                        Some(true) => ApprovalRule::Always,
+                        Some(false) => ApprovalRule::Never,
+                        None => ApprovalRule::IfRisky,
+                    },
                     None if tool.default_on || extra.iter().any(|x| *x == tool.name) => {
                         ApprovalRule::IfRisky
                     }
@@ -1053,7 +1061,7 @@ impl Agent {
                 project.to_string(),
                 tool,
                 permission.allowed,
-                permission.allowed && permission.ask
+                permission.ask.filter(|_| permission.allowed)
             ],
         )?;
         Ok(())

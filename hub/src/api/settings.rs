@@ -5,9 +5,10 @@
 //! - `GET /settings`, `PATCH /settings {chat_model?, summary_model? (null: the chat
 //!   model), embedding_model?, instructions?, approval_timeout_secs?}`
 //! - `GET /settings/providers` (a page), `PUT /settings/providers/{name} {key}`
-//! - `GET /projects/{project}/tools` (a page: `allowed`, `ask` — every call waits for
-//!   the owner's approval, always so for a `risky` tool), `PUT
-//!   /projects/{project}/tools/{tool} {allowed, ask?}` (`ask`: ask first, each time)
+//! - `GET /projects/{project}/tools` (a page, system and plugin tools: `allowed`, `ask`
+//!   — calls wait for the owner's approval —, `approval`, `risky`, `effect`, `plugin`),
+//!   `PUT /projects/{project}/tools/{tool} {allowed, ask?}` (`ask`: true asks every
+//!   call, false none — a risky tool allowed outright —, absent: risky calls ask)
 //! - `GET /projects/{project}/secrets` (a page), `PUT|DELETE
 //!   /projects/{project}/secrets/{name}`
 
@@ -222,6 +223,9 @@ struct ToolDto {
     allowed: bool,
     /// Every call waits for the owner's approval (a risky tool's, unless allowed).
     ask: bool,
+    /// The owner's choice: `always` (asks every call), `if_risky` (the default: risky
+    /// calls ask) or `never` (allowed outright); absent while not offered.
+    approval: Option<&'static str>,
     /// Risky by default (some calls or all: a whole-content note replace, a command).
     risky: bool,
     /// What it can do outside Hearth's documents: `none`, `writes_files`,
@@ -257,6 +261,11 @@ async fn project_tools(
                     ApprovalRule::IfRisky => risky,
                     ApprovalRule::Never => false,
                 }),
+                approval: offered.map(|p| match p.approval {
+                    ApprovalRule::Always => "always",
+                    ApprovalRule::IfRisky => "if_risky",
+                    ApprovalRule::Never => "never",
+                }),
                 risky,
                 effect: match t.effect {
                     Effect::None => "none",
@@ -276,8 +285,10 @@ async fn project_tools(
 #[derive(Debug, Deserialize)]
 struct Allowed {
     allowed: bool,
+    /// `true`: every call asks; `false`: none does, even a risky one; absent or
+    /// `null`: risky calls ask.
     #[serde(default)]
-    ask: bool,
+    ask: Option<bool>,
 }
 
 async fn set_project_tool(
@@ -294,7 +305,7 @@ async fn set_project_tool(
     };
     blocking(move || agent.set_permission(&id, &t, permission)).await?;
     Ok(Json(
-        serde_json::json!({ "tool": tool, "allowed": a.allowed, "ask": a.allowed && a.ask }),
+        serde_json::json!({ "tool": tool, "allowed": a.allowed, "ask": a.ask.filter(|_| a.allowed) }),
     ))
 }
 

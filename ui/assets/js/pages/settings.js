@@ -353,21 +353,28 @@ function projectPart(ctx, el) {
   };
 }
 
-// A tool's permission in a project: allowed (a risky tool too then runs unasked),
-// allowed but asking first each time, or forbidden. The hub answers `ask` as it
-// applies now: a risky tool nobody set asks.
-const MODES = { on: 'Allowed', ask: 'Asks first', off: 'Forbidden' };
+// A tool's permission in a project: allowed (a risky tool's calls still ask), allowed
+// outright (not even a risky call asks), asking first each time, or forbidden.
+const MODES = { on: 'Allowed', trust: 'Allowed, never asks', ask: 'Asks first', off: 'Forbidden' };
+const BODIES = {
+  on: { allowed: true, ask: null },
+  trust: { allowed: true, ask: false },
+  ask: { allowed: true, ask: true },
+  off: { allowed: false },
+};
 
 // What a tool can do beyond Hearth's documents; these ask after untrusted text.
 const EFFECTS = { writes_files: 'writes files', runs_commands: 'runs commands', fetches: 'fetches pages' };
 
 function modeOf(t) {
   if (!t.allowed) return 'off';
-  return t.ask ? 'ask' : 'on';
+  if (t.approval === 'always') return 'ask';
+  return t.approval === 'never' && t.risky ? 'trust' : 'on';
 }
 
 function toolRow(ctx, project, t) {
-  const choices = ['on', 'ask', 'off'];
+  // For a safe tool, "allowed" already never asks.
+  const choices = t.risky ? ['on', 'trust', 'ask', 'off'] : ['on', 'ask', 'off'];
   const select = h(
     'select',
     {
@@ -375,11 +382,12 @@ function toolRow(ctx, project, t) {
       dataset: { test: 'tool-permission' },
       onchange: async () => {
         const mode = select.value;
-        const body = { allowed: mode !== 'off', ask: mode === 'ask' };
+        const body = BODIES[mode];
         select.disabled = true;
         try {
           await api.put(`/projects/${project()}/tools/${encodeURIComponent(t.name)}`, body);
-          Object.assign(t, body);
+          t.allowed = body.allowed;
+          t.approval = { on: 'if_risky', trust: 'never', ask: 'always', off: null }[mode];
           row.classList.toggle('off', !body.allowed);
           ctx.toast(`${t.name}: ${MODES[mode].toLowerCase()}`, 'ok');
         } catch (e) {
