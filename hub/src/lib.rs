@@ -107,6 +107,9 @@ pub enum HubError {
     /// The plugins could not be read.
     #[error(transparent)]
     Plugins(#[from] plugins::PluginError),
+    /// The computer plugin's store could not be opened.
+    #[error(transparent)]
+    PluginStore(#[from] plugins::kv::KvError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -308,7 +311,10 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     // runs the plugins' servers starts last, in the background.
     let plugin_store = Arc::new(plugins::PluginStore::open(&hub_db)?);
     plugin_store.ensure_builtin()?;
-    let computer = computer::Computer::new(computer::ComputerConfig::default());
+    let computer = computer::Computer::new(computer::ComputerConfig {
+        kv: Some(plugins::kv::PluginKv::open(&hub_db, plugins::COMPUTER)?),
+        ..computer::ComputerConfig::default()
+    });
     let plugin_deps = plugins::SupervisorDeps {
         store: Arc::new(plugins::PluginStore::open(&hub_db)?),
         registry: agent.tools().clone(),

@@ -27,7 +27,7 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex,
     },
-    time::Duration,
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use serde::de::DeserializeOwned;
@@ -124,6 +124,10 @@ pub struct ComputerConfig {
     pub public_for_tests: Vec<IpAddr>,
     /// The bounds.
     pub limits: ComputerLimits,
+    /// The plugin's key-value store (per project): background commands are recorded
+    /// there, so after a restart of the hub `computer_terminal_list` still says which
+    /// ones the restart ended.
+    pub kv: Option<crate::plugins::kv::PluginKv>,
 }
 
 impl std::fmt::Debug for ComputerConfig {
@@ -147,7 +151,14 @@ pub struct Computer {
     /// Built on the first fetch, again when the owner's choice changed; a failure to
     /// build is reported to the model.
     web: Mutex<Option<(bool, Arc<web::WebClient>)>>,
+    /// This run of the hub (ms since the epoch at start): tells its background
+    /// commands from earlier runs' in the plugin's store.
+    run: u64,
 }
+
+/// Background commands remembered per project in the plugin's store.
+const HISTORY_KEPT: usize = 50;
+const HISTORY_PREFIX: &str = "terminal/";
 
 /// The computer plugin's setting that lets `web_fetch` reach private addresses.
 pub const ALLOW_PRIVATE_NETWORK: &str = "allow_private_network";
@@ -168,7 +179,67 @@ impl Computer {
             config,
             terminals: terminal::Terminals::new(),
             web: Mutex::new(None),
+            run: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
         })
+    }
+
+    /// Records a background command in the project's history (best effort: the
+    /// command runs whether or not it is remembered).
+    async fn remember(&self, project: String, started: &Value, command: &str) {
+        let Some(kv) = self.config.kv.clone() else {
+            return;
+        };
+        let Some(id) = started.get("id").and_then(Value::as_str) else {
+            return;
+        };
+        // Keys sort by run, then by start: the oldest go first when trimming.
+        let key = format!("{HISTORY_PREFIX}{:016}/{id}", self.run);
+        let at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let row = json!({ "id": id, "command": command, "startedAt": at, "run": self.run });
+        let saved = tokio::task::spawn_blocking(move || {
+            kv.set(&project, &key, &row)?;
+            let all = kv.list(&project, HISTORY_PREFIX, 10_000)?;
+            for (old, _) in all.iter().take(all.len().saturating_sub(HISTORY_KEPT)) {
+                kv.delete(&project, old)?;
+            }
+            Ok::<_, crate::plugins::kv::KvError>(())
+        })
+        .await;
+        if !matches!(saved, Ok(Ok(()))) {
+            tracing::warn!("could not record a background command in the computer's history");
+        }
+    }
+
+    /// Background commands of earlier runs of the hub in `project`: each ended when
+    /// that run did.
+    async fn earlier(&self, project: String) -> Vec<Value> {
+        let Some(kv) = self.config.kv.clone() else {
+            return Vec::new();
+        };
+        let run = self.run;
+        let rows = tokio::task::spawn_blocking(move || kv.list(&project, HISTORY_PREFIX, 10_000))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        rows.into_iter()
+            .map(|(_, row)| row)
+            .filter(|row| row.get("run").and_then(Value::as_u64) != Some(run))
+            .map(|mut row| {
+                if let Some(o) = row.as_object_mut() {
+                    o.remove("run");
+                    o.insert(
+                        "ended".into(),
+                        json!("stopped when the hub stopped or restarted; its output is gone"),
+                    );
+                }
+                row
+            })
+            .collect()
     }
 
     /// Lets `web_fetch` reach private, loopback and link-local addresses, or not (the
@@ -604,11 +675,21 @@ impl Computer {
                     dir: &dir,
                     extra_env,
                 };
-                Ok(self
+                let started = self
                     .terminals
-                    .start(&ctx.project.to_string(), &spec, limits)?)
+                    .start(&ctx.project.to_string(), &spec, limits)?;
+                self.remember(ctx.project.to_string(), &started, command)
+                    .await;
+                Ok(started)
             }
-            Tool::TerminalList => Ok(self.terminals.list(&ctx.project.to_string(), limits)),
+            Tool::TerminalList => {
+                let mut listed = self.terminals.list(&ctx.project.to_string(), limits);
+                let earlier = self.earlier(ctx.project.to_string()).await;
+                if !earlier.is_empty() {
+                    listed["earlier"] = json!(earlier);
+                }
+                Ok(listed)
+            }
             Tool::TerminalRead => {
                 let args: terminal::ReadArgs = parse(args)?;
                 Ok(self
@@ -782,6 +863,65 @@ mod tests {
         assert_eq!(get("computer_terminal_list"), (Safe, NONE, false));
         assert_eq!(get("computer_terminal_read"), (Safe, NONE, true));
         assert_eq!(get("computer_web_fetch"), (Safe, Fetches, true));
+    }
+
+    #[tokio::test]
+    async fn a_restart_of_the_hub_is_remembered_in_the_terminal_list() {
+        let lab = lab();
+        let db = lab._dir.path().join("hub.db");
+        let kv = || crate::plugins::kv::PluginKv::open(&db, "computer").expect("kv");
+        let first = Computer::new(ComputerConfig {
+            kv: Some(kv()),
+            ..ComputerConfig::default()
+        });
+        let call = |computer: &Arc<Computer>, name: &str, args: Value| {
+            let tool = tools(computer)
+                .into_iter()
+                .find(|t| t.name == name)
+                .expect("tool");
+            tool.handler.call(lab.ctx.clone(), args)
+        };
+        call(
+            &first,
+            "computer_terminal_start",
+            json!({"command": "sleep 30"}),
+        )
+        .await
+        .expect("start");
+        let listed = call(&first, "computer_terminal_list", json!({}))
+            .await
+            .expect("list");
+        assert_eq!(listed["processes"].as_array().map(Vec::len), Some(1));
+        assert!(
+            listed.get("earlier").is_none(),
+            "nothing from before: {listed}"
+        );
+        first.shutdown().await;
+        // The hub starts again: the process is gone, the record is not.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let second = Computer::new(ComputerConfig {
+            kv: Some(kv()),
+            ..ComputerConfig::default()
+        });
+        let listed = call(&second, "computer_terminal_list", json!({}))
+            .await
+            .expect("list");
+        assert_eq!(listed["processes"].as_array().map(Vec::len), Some(0));
+        let earlier = listed["earlier"].as_array().cloned().unwrap_or_default();
+        assert_eq!(earlier.len(), 1, "{listed}");
+        assert_eq!(earlier[0]["command"], "sleep 30");
+        assert!(earlier[0]["ended"]
+            .as_str()
+            .is_some_and(|e| e.contains("hub")));
+        // Another project sees none of it.
+        let mut other = lab.ctx.clone();
+        other.project = DocId::random();
+        let tool = tools(&second)
+            .into_iter()
+            .find(|t| t.name == "computer_terminal_list")
+            .expect("tool");
+        let listed = tool.handler.call(other, json!({})).await.expect("list");
+        assert!(listed.get("earlier").is_none(), "{listed}");
     }
 
     #[tokio::test]
