@@ -5,22 +5,16 @@
 
 mod api_state;
 
-use api_state::{api_state, TestState, PORT};
+use api_state::{api_state, TestState};
 use std::collections::BTreeSet;
 
-use axum::{
-    body::Body,
-    http::{Request, StatusCode},
-    Router,
-};
+use axum::{http::StatusCode, Router};
 use hearth_hub::{
     api::{self, ApiState},
     hubdb,
 };
 use hearth_sync::DocId;
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 struct Hub {
     dir: tempfile::TempDir,
@@ -54,30 +48,8 @@ impl Hub {
         body: Option<Value>,
         auth: bool,
     ) -> (StatusCode, Value) {
-        let mut req = Request::builder()
-            .method(method)
-            .uri(format!("/api/v1{path}"))
-            .header("host", format!("127.0.0.1:{PORT}"));
-        if auth {
-            req = req.header("authorization", format!("Bearer {}", self.token));
-        }
-        let body = match body {
-            Some(b) => {
-                req = req.header("content-type", "application/json");
-                Body::from(b.to_string())
-            }
-            None => Body::empty(),
-        };
-        let resp = self
-            .router
-            .clone()
-            .oneshot(req.body(body).expect("request"))
-            .await
-            .expect("infallible");
-        let status = resp.status();
-        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-        let v = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        (status, v)
+        let token = auth.then_some(self.token.as_str());
+        api_state::send(&self.router, token, method, path, body).await
     }
 
     async fn get(&self, path: &str) -> (StatusCode, Value) {

@@ -8,12 +8,8 @@ mod api_state;
 
 use std::sync::Arc;
 
-use api_state::{api_state, TestState, PORT};
-use axum::{
-    body::Body,
-    http::{Request, StatusCode},
-    Router,
-};
+use api_state::{api_state, TestState};
+use axum::{http::StatusCode, Router};
 use hearth_hub::{
     agent::{
         registry::{Effect, ToolDescriptor, ToolFuture, ToolHandler, ToolSource},
@@ -21,9 +17,7 @@ use hearth_hub::{
     },
     api::{self, ApiState},
 };
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
-use tower::ServiceExt;
 
 struct Hub {
     _dir: tempfile::TempDir,
@@ -45,30 +39,7 @@ async fn hub() -> Hub {
 
 impl Hub {
     async fn send(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let mut req = Request::builder()
-            .method(method)
-            .uri(format!("/api/v1{path}"))
-            .header("host", format!("127.0.0.1:{PORT}"))
-            .header("authorization", format!("Bearer {}", self.token));
-        let body = match body {
-            Some(b) => {
-                req = req.header("content-type", "application/json");
-                Body::from(b.to_string())
-            }
-            None => Body::empty(),
-        };
-        let resp = self
-            .router
-            .clone()
-            .oneshot(req.body(body).expect("request"))
-            .await
-            .expect("infallible");
-        let status = resp.status();
-        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
+        api_state::send(&self.router, Some(&self.token), method, path, body).await
     }
 }
 

@@ -28,6 +28,44 @@ use hearth_sync::{DocId, DocumentStore};
 /// The API's port the guard expects in `Host`.
 pub const PORT: u16 = 4200;
 
+/// One request to `router` under `/api/v1`, with the owner's `token` if given; the
+/// status and the JSON answer (`null` if it is not JSON).
+pub async fn send(
+    router: &axum::Router,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> (axum::http::StatusCode, serde_json::Value) {
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+    let mut req = axum::http::Request::builder()
+        .method(method)
+        .uri(format!("/api/v1{path}"))
+        .header("host", format!("127.0.0.1:{PORT}"));
+    if let Some(token) = token {
+        req = req.header("authorization", format!("Bearer {token}"));
+    }
+    let body = match body {
+        Some(b) => {
+            req = req.header("content-type", "application/json");
+            axum::body::Body::from(b.to_string())
+        }
+        None => axum::body::Body::empty(),
+    };
+    let resp = router
+        .clone()
+        .oneshot(req.body(body).expect("request"))
+        .await
+        .expect("infallible");
+    let status = resp.status();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    )
+}
+
 /// What a test needs of a hub built in process.
 pub struct TestState {
     pub state: ApiState,

@@ -156,3 +156,31 @@ export function confirmButton({ label, question, test, run }) {
   idle();
   return box;
 }
+
+/**
+ * A button that runs `fn` on each click: disabled while it runs, a failure said in a
+ * toast (a lapsed sign-in is the shell's to say). `type` is `button` unless `props`
+ * says otherwise; a submit button's click does not submit its form, `fn` does the work.
+ */
+export function action(ctx, label, props, fn) {
+  const b = h(
+    'button',
+    {
+      type: 'button',
+      ...props,
+      onclick: async (e) => {
+        e.preventDefault();
+        b.disabled = true;
+        try {
+          await fn();
+        } catch (err) {
+          if (err.status !== 401) ctx.toast(reason(err), 'error');
+        } finally {
+          b.disabled = false;
+        }
+      },
+    },
+    label,
+  );
+  return b;
+}

@@ -22,7 +22,7 @@
 import * as api from '../api.js';
 import { h, replace, ago } from '../dom.js';
 import { projectSelect } from '../projects.js';
-import { confirmButton, fetchAll, problem, reason, section, when } from '../admin/common.js';
+import { action, confirmButton, fetchAll, problem, reason, section, when } from '../admin/common.js';
 
 const MODEL_SUGGESTIONS = [
   'anthropic:claude-sonnet-4-5',
@@ -54,29 +54,6 @@ function card(id, title, intro, body) {
     intro ? h('p', { class: 'muted intro' }, intro) : null,
     body,
   );
-}
-
-/** A button that is busy (disabled) while `fn` runs; errors become toasts. */
-function action(ctx, label, props, fn) {
-  const b = h(
-    'button',
-    {
-      ...props,
-      onclick: async (e) => {
-        e.preventDefault();
-        b.disabled = true;
-        try {
-          await fn();
-        } catch (err) {
-          if (err.status !== 401) ctx.toast(reason(err), 'error');
-        } finally {
-          b.disabled = false;
-        }
-      },
-    },
-    label,
-  );
-  return b;
 }
 
 // ---------------------------------------------------------------- provider keys

@@ -12,7 +12,7 @@
 import * as api from '../api.js';
 import { h, replace } from '../dom.js';
 import { flatTree } from '../projects.js';
-import { reason } from '../admin/common.js';
+import { action, reason } from '../admin/common.js';
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
@@ -54,29 +54,6 @@ export function splitCommandLine(line) {
   if (quote) return { error: `A ${quote === "'" ? 'single' : 'double'} quote is not closed.` };
   if (word !== null) argv.push(word);
   return { argv };
-}
-
-/** A button that is busy while `fn` runs; a failure becomes a toast. */
-function action(ctx, label, props, fn) {
-  const b = h(
-    'button',
-    {
-      type: 'button',
-      ...props,
-      onclick: async () => {
-        b.disabled = true;
-        try {
-          await fn();
-        } catch (e) {
-          if (e.status !== 401) ctx.toast(reason(e), 'error');
-        } finally {
-          b.disabled = false;
-        }
-      },
-    },
-    label,
-  );
-  return b;
 }
 
 function field(label, control, hint) {
