@@ -311,7 +311,23 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     // runs the plugins' servers starts last, in the background.
     let plugin_store = Arc::new(plugins::PluginStore::open(&hub_db)?);
     plugin_store.ensure_builtin()?;
+    // Commands run confined where MCP servers are (Linux with bubblewrap): the data
+    // directory hidden but for the project's own.
+    let confine_commands = match plugins::sandbox::decide(
+        plugins::SandboxMode::Auto,
+        plugins::sandbox::find_bwrap(std::env::var_os("PATH").as_deref()),
+    ) {
+        plugins::sandbox::Decision::Bubblewrap(bwrap) => Some(computer::CommandConfinement {
+            bwrap,
+            data_dir: std::fs::canonicalize(&settings.home).unwrap_or(settings.home.clone()),
+        }),
+        plugins::sandbox::Decision::Unconfined(why) => {
+            tracing::warn!(%why, "the computer plugin's commands run unconfined");
+            None
+        }
+    };
     let computer = computer::Computer::new(computer::ComputerConfig {
+        confine_commands,
         kv: Some(plugins::kv::PluginKv::open(&hub_db, plugins::COMPUTER)?),
         ..computer::ComputerConfig::default()
     });

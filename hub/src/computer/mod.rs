@@ -124,6 +124,9 @@ pub struct ComputerConfig {
     pub public_for_tests: Vec<IpAddr>,
     /// The bounds.
     pub limits: ComputerLimits,
+    /// Confine commands with this `bwrap` (see [`crate::plugins::sandbox`]), hiding
+    /// `data_dir` (the hub's data directory) but for the project's own directory.
+    pub confine_commands: Option<CommandConfinement>,
     /// The plugin's key-value store (per project): background commands are recorded
     /// there, so after a restart of the hub `computer_terminal_list` still says which
     /// ones the restart ended.
@@ -137,6 +140,7 @@ impl std::fmt::Debug for ComputerConfig {
             .field("resolver", &self.resolver.as_ref().map(|_| "injected"))
             .field("public_for_tests", &self.public_for_tests)
             .field("limits", &self.limits)
+            .field("confine_commands", &self.confine_commands)
             .finish()
     }
 }
@@ -159,6 +163,15 @@ pub struct Computer {
 /// Background commands remembered per project in the plugin's store.
 const HISTORY_KEPT: usize = 50;
 const HISTORY_PREFIX: &str = "terminal/";
+
+/// Where commands run confined: bubblewrap, and the data directory it hides.
+#[derive(Debug, Clone)]
+pub struct CommandConfinement {
+    /// The `bwrap` program.
+    pub bwrap: PathBuf,
+    /// The hub's data directory (canonical).
+    pub data_dir: PathBuf,
+}
 
 /// The computer plugin's setting that lets `web_fetch` reach private addresses.
 pub const ALLOW_PRIVATE_NETWORK: &str = "allow_private_network";
@@ -661,6 +674,11 @@ impl Computer {
                     command,
                     dir: &dir,
                     extra_env,
+                    confine: self
+                        .config
+                        .confine_commands
+                        .as_ref()
+                        .map(|c| (c.bwrap.as_path(), c.data_dir.as_path())),
                 };
                 let outcome = terminal::run_to_end(&spec, timeout, limits.output_bytes).await?;
                 Ok(terminal::run_result(outcome, timeout))
@@ -674,6 +692,11 @@ impl Computer {
                     command,
                     dir: &dir,
                     extra_env,
+                    confine: self
+                        .config
+                        .confine_commands
+                        .as_ref()
+                        .map(|c| (c.bwrap.as_path(), c.data_dir.as_path())),
                 };
                 let started = self
                     .terminals
@@ -922,6 +945,70 @@ mod tests {
             .expect("tool");
         let listed = tool.handler.call(other, json!({})).await.expect("list");
         assert!(listed.get("earlier").is_none(), "{listed}");
+    }
+
+    #[tokio::test]
+    async fn confined_commands_cannot_read_the_hubs_data_but_work_in_the_project() {
+        let Some(bwrap) = crate::plugins::sandbox::find_bwrap(std::env::var_os("PATH").as_deref())
+        else {
+            // CI installs bubblewrap; a machine without it has no confinement to test.
+            eprintln!("SKIPPED: no bwrap on PATH");
+            return;
+        };
+        let lab = lab();
+        let home = std::fs::canonicalize(lab._dir.path()).expect("home");
+        std::fs::write(home.join("server.secret"), "top secret").expect("secret file");
+        let computer = Computer::new(ComputerConfig {
+            confine_commands: Some(CommandConfinement {
+                bwrap,
+                data_dir: home.clone(),
+            }),
+            limits: ComputerLimits {
+                run_timeout_max: Duration::from_secs(600),
+                ..ComputerLimits::default()
+            },
+            ..ComputerConfig::default()
+        });
+        let run = |command: String, timeout: u64| {
+            let tool = tools(&computer)
+                .into_iter()
+                .find(|t| t.name == "computer_terminal_run")
+                .expect("tool");
+            tool.handler.call(
+                lab.ctx.clone(),
+                json!({ "command": command, "timeout_secs": timeout }),
+            )
+        };
+        let secret = home.join("server.secret");
+        let out = run(format!("cat {} && echo LEAKED", secret.display()), 30)
+            .await
+            .expect("ran");
+        assert!(
+            !out.to_string().contains("top secret") && !out.to_string().contains("LEAKED"),
+            "{out}"
+        );
+        let out = run(format!("ls {}", home.display()), 30)
+            .await
+            .expect("ran");
+        assert!(
+            !out.to_string().contains("hub.db"),
+            "the data directory looks empty: {out}"
+        );
+        let out = run("echo kept > note.txt && cat note.txt && pwd".into(), 30)
+            .await
+            .expect("ran");
+        assert!(out.to_string().contains("kept"), "{out}");
+        let dir = lab.ctx.project_dir.clone().expect("project dir");
+        assert_eq!(
+            std::fs::read_to_string(dir.join("note.txt")).expect("written through"),
+            "kept\n"
+        );
+        // A timeout still ends the confined command and what it started.
+        let started = std::time::Instant::now();
+        let out = run("sleep 60 & sleep 60".into(), 1).await.expect("ran");
+        assert_eq!(out["timedOut"], true, "{out}");
+        assert!(started.elapsed() < Duration::from_secs(20));
+        computer.shutdown().await;
     }
 
     #[tokio::test]

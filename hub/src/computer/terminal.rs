@@ -8,6 +8,9 @@
 //! hold provider keys. Project secrets reach a process only when the model names them.
 //! A command's leftovers in its process group are ended when it exits. Background
 //! processes belong to [`Terminals`], are bounded in number, and are killed at shutdown.
+//! Where bubblewrap is found (Linux), a command runs confined as a plugin's MCP server
+//! is: the hub's data directory is an empty tmpfs with only the project's directory put
+//! back, so no command reads `hub.db`, the keys or `server.secret`.
 
 use std::{
     collections::{BTreeMap, VecDeque},
@@ -129,13 +132,35 @@ pub(super) struct Spec<'a> {
     pub(super) command: &'a str,
     pub(super) dir: &'a Path,
     pub(super) extra_env: Vec<(String, String)>,
+    /// Run under this confinement: `(bwrap, the hub's data directory)`.
+    pub(super) confine: Option<(&'a Path, &'a Path)>,
 }
 
 fn spawn(spec: &Spec<'_>) -> Result<(Child, Pid), TerminalError> {
-    let mut command = Command::new("sh");
+    let shell = ["-c".to_string(), spec.command.to_string()];
+    let mut command = match spec.confine {
+        Some((bwrap, data_dir)) => {
+            let confinement = crate::plugins::sandbox::Confinement {
+                data_dir: data_dir.to_path_buf(),
+                project_dir: Some(spec.dir.to_path_buf()),
+                plugin_dir: spec.dir.to_path_buf(),
+                cwd: spec.dir.to_path_buf(),
+            };
+            let mut c = Command::new(bwrap);
+            c.args(crate::plugins::sandbox::bwrap_args(
+                &confinement,
+                "sh",
+                &shell,
+            ));
+            c
+        }
+        None => {
+            let mut c = Command::new("sh");
+            c.args(shell);
+            c
+        }
+    };
     command
-        .arg("-c")
-        .arg(spec.command)
         .current_dir(spec.dir)
         .env_clear()
         .envs(clean_env())
@@ -738,6 +763,7 @@ mod tests {
             command,
             dir,
             extra_env: Vec::new(),
+            confine: None,
         }
     }
 

@@ -110,5 +110,24 @@ fn the_computer_plugin_keeps_to_the_project_and_off_loopback() -> anyhow::Result
         Err(e) if e.kind() == ErrorKind::WouldBlock => {}
         other => panic!("the hub connected to the loopback page: {other:?}"),
     }
+
+    // A command runs in the project's directory, and (confined, where bubblewrap is) the
+    // hub's data directory is empty to it.
+    let hub_db = lab.home.join("hub.db");
+    let (status, answer) = call(
+        &hub,
+        &general,
+        "computer_terminal_run",
+        json!({ "command": format!("head -c 15 {}; echo; pwd", hub_db.display()) }),
+    )?;
+    assert_eq!(status, 200, "{answer}");
+    let said = answer.to_string();
+    eprintln!("terminal: {said}");
+    assert!(said.contains(&general), "ran in the project: {said}");
+    if hearth_hub::plugins::sandbox::find_bwrap(std::env::var_os("PATH").as_deref()).is_some() {
+        assert!(!said.contains("SQLite format"), "read hub.db: {said}");
+    } else {
+        eprintln!("SKIPPED the confinement half: no bwrap on PATH");
+    }
     Ok(())
 }
