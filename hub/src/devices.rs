@@ -223,12 +223,7 @@ pub struct DeviceRegistry {
     path: PathBuf,
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use crate::hubdb::now_ms;
 
 /// Normalises what a person typed: case, spaces and hyphens do not matter.
 pub fn normalize_code(input: &str) -> String {

@@ -244,6 +244,15 @@ ALTER TABLE tool_permissions_v9 RENAME TO tool_permissions;
 ",
 ];
 
+/// Milliseconds since the Unix epoch: the timestamp every `hub.db` row carries (0 if
+/// the clock is before 1970).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 /// The highest `hub.db` schema version (`PRAGMA user_version`) this code knows: the
 /// number of [`MIGRATIONS`].
 pub const HUB_DB_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -444,12 +444,7 @@ const EMBEDDING_MODEL: &str = "embedding_model";
 const INSTRUCTIONS: &str = "instructions";
 const APPROVAL_TIMEOUT: &str = "approval_timeout_secs";
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use crate::hubdb::now_ms;
 
 /// The runtime settings in `hub.db` (table `settings`).
 #[derive(Debug)]

@@ -331,6 +331,18 @@ impl Drop for Proc {
     }
 }
 
+/// The id of the project titled `title` in a page of `GET /api/v1/projects`.
+pub fn project_id(projects: &serde_json::Value, title: &str) -> anyhow::Result<String> {
+    projects["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["title"] == title)
+        .and_then(|p| p["id"].as_str())
+        .map(str::to_string)
+        .ok_or_else(|| anyhow::anyhow!("no {title} project in {projects}"))
+}
+
 /// A hub process and what its ready line said.
 pub struct HubProc {
     /// The process.

@@ -188,7 +188,11 @@ impl ToolRegistry {
 
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<Arc<ToolDescriptor>> {
-        self.all().into_iter().find(|t| t.name == name)
+        let tools = match self.tools.read() {
+            Ok(t) => t,
+            Err(e) => e.into_inner(),
+        };
+        tools.iter().find(|t| t.name == name).cloned()
     }
 }
 

@@ -272,20 +272,23 @@ impl PermittedTool {
     }
 
     /// Whether a call with `args` needs the owner's approval, `tainted` being whether
-    /// the turn has read untrusted text. Blocking (a call's risk may read the store).
-    fn needs_approval(&self, ctx: &ToolContext, args: &Value, tainted: bool) -> bool {
+    /// the turn has read untrusted text. Only a tool whose risk depends on the call
+    /// reads the store for it, off the async threads.
+    async fn needs_approval(&self, ctx: &ToolContext, args: &Value, tainted: bool) -> bool {
         if tainted && self.tool.effect.is_guarded() {
             return true;
         }
-        match self.approval {
-            ApprovalRule::Always => true,
-            ApprovalRule::Never => false,
-            ApprovalRule::IfRisky => {
-                self.tool.risk == Risk::Risky
-                    || self
-                        .tool
-                        .risk_of_call
-                        .is_some_and(|f| f(ctx, args) == Risk::Risky)
+        match (self.approval, self.tool.risk, self.tool.risk_of_call) {
+            (ApprovalRule::Always, ..) => true,
+            (ApprovalRule::Never, ..) => false,
+            (ApprovalRule::IfRisky, Risk::Risky, _) => true,
+            (ApprovalRule::IfRisky, Risk::Safe, None) => false,
+            (ApprovalRule::IfRisky, Risk::Safe, Some(risk_of)) => {
+                let (ctx, args) = (ctx.clone(), args.clone());
+                // A call whose risk cannot be read asks.
+                tokio::task::spawn_blocking(move || risk_of(&ctx, &args))
+                    .await
+                    .map_or(true, |r| r == Risk::Risky)
             }
         }
     }
@@ -399,12 +402,7 @@ impl std::fmt::Debug for Agent {
     }
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use crate::hubdb::now_ms;
 
 /// A random approval id: 128 bits, hex.
 fn approval_id() -> Result<String, AgentError> {
@@ -1282,14 +1280,7 @@ impl Agent {
                         true,
                     ),
                     Some(tool) => {
-                        let needs = {
-                            let (tool, ctx, args) = (tool.clone(), ctx.clone(), c.input.clone());
-                            tokio::task::spawn_blocking(move || {
-                                tool.needs_approval(&ctx, &args, tainted)
-                            })
-                            .await
-                            .unwrap_or(true)
-                        };
+                        let needs = tool.needs_approval(&ctx, &c.input, tainted).await;
                         let guarded = tainted && tool.tool.effect.is_guarded();
                         let approved = match (&trigger, needs) {
                             (_, false) => Resolution::Approved,

@@ -136,10 +136,7 @@ impl UpdateLog {
             .conn
             .lock()
             .map_err(|_| ToolError::Invalid("update log unavailable".into()))?;
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
+        let now = crate::hubdb::now_ms();
         conn.execute(
             "INSERT INTO updates (project, task, text, created_at) VALUES (?1, ?2, ?3, ?4)",
             params![project.to_string(), task.map(|t| t.to_string()), text, now],

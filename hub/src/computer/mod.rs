@@ -670,16 +670,7 @@ impl Computer {
                 let dir = project_dir(&ctx)?;
                 let command = non_empty(&args.command)?;
                 let extra_env = secret_env(&ctx, args.secrets).await?;
-                let spec = terminal::Spec {
-                    command,
-                    dir: &dir,
-                    extra_env,
-                    confine: self
-                        .config
-                        .confine_commands
-                        .as_ref()
-                        .map(|c| (c.bwrap.as_path(), c.data_dir.as_path())),
-                };
+                let spec = self.command_spec(command, &dir, extra_env);
                 let outcome = terminal::run_to_end(&spec, timeout, limits.output_bytes).await?;
                 Ok(terminal::run_result(outcome, timeout))
             }
@@ -688,16 +679,7 @@ impl Computer {
                 let dir = project_dir(&ctx)?;
                 let command = non_empty(&args.command)?;
                 let extra_env = secret_env(&ctx, args.secrets).await?;
-                let spec = terminal::Spec {
-                    command,
-                    dir: &dir,
-                    extra_env,
-                    confine: self
-                        .config
-                        .confine_commands
-                        .as_ref()
-                        .map(|c| (c.bwrap.as_path(), c.data_dir.as_path())),
-                };
+                let spec = self.command_spec(command, &dir, extra_env);
                 let started = self
                     .terminals
                     .start(&ctx.project.to_string(), &spec, limits)?;
@@ -727,6 +709,25 @@ impl Computer {
                     .await?)
             }
             Tool::WebFetch => Ok(self.web()?.fetch(parse(args)?, limits).await?),
+        }
+    }
+
+    /// How `command` runs in `dir`: confined as configured, with `extra_env`.
+    fn command_spec<'a>(
+        &'a self,
+        command: &'a str,
+        dir: &'a Path,
+        extra_env: Vec<(String, String)>,
+    ) -> terminal::Spec<'a> {
+        terminal::Spec {
+            command,
+            dir,
+            extra_env,
+            confine: self
+                .config
+                .confine_commands
+                .as_ref()
+                .map(|c| (c.bwrap.as_path(), c.data_dir.as_path())),
         }
     }
 

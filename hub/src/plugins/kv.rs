@@ -47,12 +47,7 @@ pub struct PluginKv {
     conn: Arc<Mutex<Connection>>,
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use crate::hubdb::now_ms;
 
 impl PluginKv {
     /// The store of `plugin` in `db`.

@@ -362,12 +362,7 @@ fn check(
     Ok(())
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use crate::hubdb::now_ms;
 
 fn to_json<T: Serialize>(v: &T) -> Result<String, PluginError> {
     serde_json::to_string(v).map_err(|e| PluginError::Invalid(e.to_string()))

@@ -504,12 +504,7 @@ async fn stop_all(tasks: Vec<ServerTask>, mut handles: Vec<JoinHandle<()>>) {
     }
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use crate::hubdb::now_ms;
 
 /// One server's life until `stop`: start, register, follow, restart.
 async fn run_server(

@@ -95,14 +95,7 @@ async fn hearth_chat_streams_the_hubs_reply_answers_approvals_and_says_when_the_
     let (code, projects) = hub.api("GET", "/api/v1/projects?limit=200", None)?;
     assert_eq!(code, 200, "{projects}");
     let projects: Value = serde_json::from_str(&projects)?;
-    let general = projects["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["title"] == "general")
-        .and_then(|p| p["id"].as_str())
-        .ok_or_else(|| anyhow::anyhow!("no general project in {projects}"))?
-        .to_string();
+    let general = hearth_tests::project_id(&projects, "general")?;
     let (code, body) = hub.api(
         "PUT",
         &format!("/api/v1/projects/{general}/tools/notes_delete"),

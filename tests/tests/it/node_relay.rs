@@ -158,14 +158,7 @@ async fn offline_edits_reach_the_hub_and_a_relayed_chat_is_approved_from_the_nod
     let (code, projects) = hub_api("GET", "/api/v1/projects?limit=200", None)?;
     assert_eq!(code, 200, "{projects}");
     let projects: Value = serde_json::from_str(&projects)?;
-    let general = projects["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["title"] == "general")
-        .and_then(|p| p["id"].as_str())
-        .ok_or_else(|| anyhow::anyhow!("no general project in {projects}"))?
-        .to_string();
+    let general = hearth_tests::project_id(&projects, "general")?;
     let (code, body) = hub_api(
         "PUT",
         &format!("/api/v1/projects/{general}/tools/notes_delete"),

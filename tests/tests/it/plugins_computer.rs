@@ -40,14 +40,7 @@ fn the_computer_plugin_keeps_to_the_project_and_off_loopback() -> anyhow::Result
     let lab = Lab::new()?;
     let hub = lab.start_hub()?;
     let projects = api_json(&hub, "GET", "/api/v1/projects?limit=200", None)?;
-    let general = projects["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["title"] == "general")
-        .and_then(|p| p["id"].as_str())
-        .ok_or_else(|| anyhow::anyhow!("no general project in {projects}"))?
-        .to_string();
+    let general = hearth_tests::project_id(&projects, "general")?;
     let plugins = api_json(&hub, "GET", "/api/v1/plugins?limit=200", None)?;
     assert!(
         plugins["data"]

@@ -352,14 +352,7 @@ fn plugin_tools_are_gated_by_project_permissions_like_built_in_ones() -> anyhow:
     let hub = lab.start_hub()?;
     wait_running(&hub, "everything")?;
     let projects = api_json(&hub, "GET", "/api/v1/projects?limit=200", None)?;
-    let general = projects["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["title"] == "general")
-        .and_then(|p| p["id"].as_str())
-        .ok_or_else(|| anyhow::anyhow!("no general project in {projects}"))?
-        .to_string();
+    let general = hearth_tests::project_id(&projects, "general")?;
     // server-everything does not annotate this one read-only: risky.
     const RISKY: &str = "everything_toggle-simulated-logging";
     let tools = api_json(

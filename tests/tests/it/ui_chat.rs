@@ -57,14 +57,7 @@ fn a_chat_streams_runs_tools_asks_approval_and_says_when_the_hub_is_away() -> an
         "projects",
         lab.hub_api("GET", "/api/v1/projects?limit=200", None)?,
     )?;
-    let general = projects["data"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["title"] == "general")
-        .and_then(|p| p["id"].as_str())
-        .ok_or_else(|| anyhow::anyhow!("no general project in {projects}"))?
-        .to_string();
+    let general = hearth_tests::project_id(&projects, "general")?;
     // Deleting notes is risky and off by default: the owner lets the agent ask for it here.
     ok_json(
         "allow notes_delete",

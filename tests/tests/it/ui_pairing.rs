@@ -27,12 +27,7 @@ fn seed_records(lab: &UiLab, day: &str) -> anyhow::Result<Value> {
     let (status, body) = lab.hub_api("GET", "/api/v1/projects", None)?;
     anyhow::ensure!(status == 200, "projects: {status} {body}");
     let projects: Value = serde_json::from_str(&body)?;
-    let general = projects["data"]
-        .as_array()
-        .and_then(|all| all.iter().find(|p| p["title"] == "general"))
-        .and_then(|p| p["id"].as_str())
-        .ok_or_else(|| anyhow!("no general project in {body}"))?
-        .to_string();
+    let general = hearth_tests::project_id(&projects, "general")?;
     let db = rusqlite::Connection::open(lab.hub_home.join("hub.db"))?;
     db.busy_timeout(Duration::from_secs(5))?;
     for (model, input, output, cost) in [
