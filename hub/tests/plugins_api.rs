@@ -246,3 +246,62 @@ fn no_plugin_route_is_open_to_a_paired_device() {
         assert!(!route.path.starts_with("/plugins"), "{}", route.path);
     }
 }
+
+/// A request to `router` with exactly these headers (besides Host).
+async fn raw(router: &Router, method: &str, path: &str, headers: &[(&str, &str)]) -> StatusCode {
+    use tower::ServiceExt;
+    let mut req = axum::http::Request::builder()
+        .method(method)
+        .uri(format!("/api/v1{path}"))
+        .header("host", format!("127.0.0.1:{}", api_state::PORT))
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let body =
+        axum::body::Body::from(json!({"name": "evil", "servers": [sleeper("main")]}).to_string());
+    router
+        .clone()
+        .oneshot(req.body(body).expect("request"))
+        .await
+        .expect("infallible")
+        .status()
+}
+
+#[tokio::test]
+async fn a_stranger_or_a_hostile_page_cannot_add_or_run_a_plugin() {
+    let h = hub().await;
+    let bearer = format!("Bearer {}", h.token);
+    for (method, path) in [
+        ("POST", "/plugins"),
+        ("PATCH", "/plugins/computer"),
+        ("DELETE", "/plugins/computer"),
+        ("POST", "/plugins/computer/tools/computer_terminal_run"),
+    ] {
+        // No credential: a stranger on loopback.
+        assert_eq!(
+            raw(&h.router, method, path, &[]).await,
+            StatusCode::UNAUTHORIZED,
+            "{method} {path}"
+        );
+        // A page on another site riding the owner's credential.
+        assert_eq!(
+            raw(
+                &h.router,
+                method,
+                path,
+                &[
+                    ("authorization", &bearer),
+                    ("origin", "http://evil.example")
+                ]
+            )
+            .await,
+            StatusCode::FORBIDDEN,
+            "{method} {path}"
+        );
+    }
+    // Nothing was added.
+    let (status, page) = h.send("GET", "/plugins", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page["total"], 1, "only the built-in: {page}");
+}
