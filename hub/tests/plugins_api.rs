@@ -2,7 +2,7 @@
 //! here stay disabled or have their tools registered by hand): adding with the warning,
 //! listing with states, secret bindings shown by key only, patching, the built-in that
 //! cannot be removed, the owner's direct tool call (audited under `api`, confined to the
-//! tool's project), and none of it open to a paired device.
+//! tool's project), and none of it open to a paired device, a stranger or another site.
 
 mod api_state;
 
@@ -258,8 +258,7 @@ async fn raw(router: &Router, method: &str, path: &str, headers: &[(&str, &str)]
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let body =
-        axum::body::Body::from(json!({"name": "evil", "servers": [sleeper("main")]}).to_string());
+    let body = axum::body::Body::from(sleeper("evil").to_string());
     router
         .clone()
         .oneshot(req.body(body).expect("request"))
