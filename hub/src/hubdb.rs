@@ -3,7 +3,8 @@
 //! a busy timeout, foreign keys on), and one numbered migration list ([`MIGRATIONS`])
 //! creates every hub table: devices and pairing, messages and summaries, the audit log,
 //! tool permissions, usage, project updates, secrets, owner sessions and login links,
-//! runtime settings, archived conversations, admin devices. A database whose schema version (`PRAGMA user_version`) is newer
+//! runtime settings, archived conversations, admin devices, plugins, schedules and
+//! their runs, task reminders, notifications, channel chats. A database whose schema version (`PRAGMA user_version`) is newer
 //! than this code knows is refused with a message naming both versions, before anything
 //! reads or migrates it. Also the small key-value table `hub_meta` (e.g. the `general`
 //! project's id).
@@ -241,6 +242,82 @@ INSERT INTO tool_permissions_v9 (project, tool, allowed, ask)
   SELECT project, tool, allowed, CASE WHEN ask = 1 THEN 1 ELSE NULL END FROM tool_permissions;
 DROP TABLE tool_permissions;
 ALTER TABLE tool_permissions_v9 RENAME TO tool_permissions;
+",
+    // 10: the scheduler (schedules — a task's agent job is one, keyed by the task —,
+    // their runs, the reminders sent for people's tasks), notifications, and the chats
+    // of message channels (Telegram: who may talk to the agent, bound to which
+    // project) with each channel's own state (its update offset).
+    "
+CREATE TABLE schedules (
+  id TEXT PRIMARY KEY NOT NULL,
+  name TEXT NOT NULL,
+  project TEXT NOT NULL,
+  task TEXT UNIQUE,
+  kind TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  tz TEXT NOT NULL,
+  prompt TEXT NOT NULL,
+  model TEXT,
+  auto_approve TEXT NOT NULL DEFAULT '[]',
+  missed TEXT NOT NULL DEFAULT 'run_once',
+  catch_up_max INTEGER NOT NULL DEFAULT 3,
+  approval_wait_secs INTEGER NOT NULL DEFAULT 86400,
+  paused INTEGER NOT NULL DEFAULT 0,
+  next_due INTEGER,
+  last_run_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX schedules_next_due ON schedules (next_due) WHERE next_due IS NOT NULL;
+CREATE TABLE schedule_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  schedule TEXT NOT NULL,
+  project TEXT NOT NULL,
+  conversation TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  due_at INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER,
+  status TEXT NOT NULL,
+  input_tokens INTEGER NOT NULL DEFAULT 0,
+  output_tokens INTEGER NOT NULL DEFAULT 0,
+  answer TEXT,
+  error TEXT
+);
+CREATE INDEX schedule_runs_by_schedule ON schedule_runs (schedule, id);
+CREATE TABLE task_reminders (
+  task TEXT NOT NULL,
+  due TEXT NOT NULL,
+  reminded_at INTEGER NOT NULL,
+  PRIMARY KEY (task, due)
+);
+CREATE TABLE notifications (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL,
+  title TEXT NOT NULL,
+  body TEXT NOT NULL,
+  project TEXT,
+  refs TEXT NOT NULL DEFAULT '{}',
+  quiet INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  read_at INTEGER
+);
+CREATE TABLE channel_chats (
+  channel TEXT NOT NULL,
+  chat TEXT NOT NULL,
+  label TEXT NOT NULL DEFAULT '',
+  project TEXT,
+  conversation INTEGER NOT NULL DEFAULT 1,
+  notify INTEGER NOT NULL DEFAULT 1,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (channel, chat)
+);
+CREATE TABLE channel_state (
+  channel TEXT PRIMARY KEY NOT NULL,
+  state TEXT NOT NULL DEFAULT '{}',
+  updated_at INTEGER NOT NULL
+);
 ",
 ];
 

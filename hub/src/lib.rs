@@ -32,7 +32,9 @@
 //! - [`plugins`]: plugins (MCP servers, the built-in computer) in `hub.db`, and the
 //!   supervisor that runs their servers and registers their tools;
 //! - [`computer`]: the built-in computer plugin (project files, terminal, web fetch);
-//! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest.
+//! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest;
+//! - [`notify`]: notifications (kept, published, handed to channels);
+//! - [`channels`]: the interface message channels (Telegram) implement.
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
 //! that is not a paired, unrevoked device gets past the TLS handshake hook.
@@ -40,6 +42,7 @@
 pub mod access;
 pub mod agent;
 pub mod api;
+pub mod channels;
 pub mod chat;
 pub mod chat_cli;
 pub mod cli;
@@ -48,6 +51,7 @@ pub mod devices;
 pub mod events;
 pub mod hub_client;
 pub mod hubdb;
+pub mod notify;
 pub mod owner;
 pub mod pair_service;
 pub mod plugins;
@@ -110,6 +114,9 @@ pub enum HubError {
     /// The computer plugin's store could not be opened.
     #[error(transparent)]
     PluginStore(#[from] plugins::kv::KvError),
+    /// The notifications could not be opened.
+    #[error(transparent)]
+    Notify(#[from] notify::NotifyError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -138,6 +145,7 @@ pub struct Hub {
     router: Router,
     chat: Arc<chat::ChatService>,
     events: Arc<events::EventHub>,
+    notifier: Arc<notify::Notifier>,
     plugins: Arc<plugins::Plugins>,
     computer: Arc<computer::Computer>,
     http: Option<(
@@ -339,6 +347,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     };
     // The one numbered event stream: chat (hooked by the chat service), documents, devices.
     let events = Arc::new(events::EventHub::new());
+    let notifier = Arc::new(notify::Notifier::open(&hub_db, events.clone())?);
     let chat = Arc::new(chat::ChatService::new(
         agent,
         store.clone(),
@@ -399,6 +408,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         runtime,
         access,
         plugins: plugins.clone(),
+        notifier: notifier.clone(),
     };
     rpc.serve(state.clone());
     if let Some(listener) = listener {
@@ -428,6 +438,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         router,
         chat,
         events,
+        notifier,
         plugins,
         computer,
         http,
@@ -468,6 +479,7 @@ impl Hub {
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
         // After the turns: no tool call is left waiting on a server.
         self.plugins.shutdown().await;
+        self.notifier.shutdown().await;
         // After the turns: kills the computer plugin's background processes.
         self.computer.shutdown().await;
         // After the turns' last events: closes every event socket and turn stream.

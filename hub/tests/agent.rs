@@ -10,7 +10,10 @@ use common::{serve, Reply};
 use hearth_hub::agent::{
     provider::{ProviderClient, ProviderKind, Retry},
     registry::{Effect, ToolDescriptor, ToolFuture, ToolHandler, ToolSource},
-    runner::{Agent, AgentConfig, AgentEvent, ApprovalRule, Decided, Resolution, ToolPermission},
+    runner::{
+        Agent, AgentConfig, AgentEvent, ApprovalRule, Decided, Resolution, RunOptions,
+        ToolPermission, Trigger,
+    },
     tools::{Risk, ToolContext},
 };
 use hearth_sync::{DocumentStore, Filter, Kind, Note, Project};
@@ -451,9 +454,19 @@ async fn a_failing_summary_never_fails_the_turn() {
     assert!(s.agent.summary(s.project, "c").expect("summary").is_none());
 }
 
+/// A scheduled run that may run `auto_approve` unasked; what asks waits 20 s.
+fn scheduled(auto_approve: Vec<String>) -> RunOptions {
+    RunOptions {
+        trigger: Trigger::Scheduled {
+            auto_approve,
+            approval_timeout: Duration::from_secs(20),
+        },
+        model: None,
+    }
+}
+
 #[tokio::test]
 async fn scheduled_runs_auto_approve_only_what_the_owner_allowed() {
-    use hearth_hub::agent::runner::Trigger;
     for (allowed, deleted) in [(vec![], false), (vec!["notes_delete".to_string()], true)] {
         let s = setup(
             vec![],
@@ -484,14 +497,7 @@ async fn scheduled_runs_auto_approve_only_what_the_owner_allowed() {
         // A call the schedule does not allow waits for the owner, who says no here.
         let decider = deny_every_approval(&s.agent);
         s.agent
-            .invoke_with(
-                "cron",
-                s.project,
-                "clean up",
-                Trigger::Scheduled {
-                    auto_approve: allowed.clone(),
-                },
-            )
+            .invoke_with("cron", s.project, "clean up", scheduled(allowed.clone()))
             .await
             .expect("run");
         let asked = decider.await.expect("decider");
@@ -561,7 +567,6 @@ fn shell_tool(ran: Arc<std::sync::Mutex<Vec<String>>>) -> ToolDescriptor {
 
 #[tokio::test]
 async fn a_planted_note_makes_a_scheduled_command_stop_for_approval() {
-    use hearth_hub::agent::runner::Trigger;
     let s = setup(
         vec![],
         AgentConfig {
@@ -605,9 +610,7 @@ async fn a_planted_note_makes_a_scheduled_command_stop_for_approval() {
             "cron-a",
             s.project,
             "morning",
-            Trigger::Scheduled {
-                auto_approve: vec!["test_shell".into()],
-            },
+            scheduled(vec!["test_shell".into()]),
         )
         .await
         .expect("run");
@@ -625,9 +628,7 @@ async fn a_planted_note_makes_a_scheduled_command_stop_for_approval() {
             "cron-b",
             s.project,
             "morning",
-            Trigger::Scheduled {
-                auto_approve: vec!["test_shell".into()],
-            },
+            scheduled(vec!["test_shell".into()]),
         )
         .await
         .expect("run");
@@ -651,7 +652,7 @@ async fn a_planted_note_makes_a_scheduled_command_stop_for_approval() {
     ]);
     let decider = deny_every_approval(&s.agent);
     s.agent
-        .invoke_with("cron-b", s.project, "again", Trigger::Interactive)
+        .invoke_with("cron-b", s.project, "again", RunOptions::interactive())
         .await
         .expect("run");
     assert_eq!(
@@ -663,10 +664,7 @@ async fn a_planted_note_makes_a_scheduled_command_stop_for_approval() {
 
 #[tokio::test]
 async fn the_computer_plugin_runs_no_planted_command_in_a_scheduled_run() {
-    use hearth_hub::{
-        agent::runner::Trigger,
-        computer::{self, Computer, ComputerConfig},
-    };
+    use hearth_hub::computer::{self, Computer, ComputerConfig};
     let projects = tempfile::tempdir().expect("projects dir");
     let s = setup(
         vec![],
@@ -696,9 +694,7 @@ async fn the_computer_plugin_runs_no_planted_command_in_a_scheduled_run() {
         })
         .await
         .expect("note");
-    let schedule = || Trigger::Scheduled {
-        auto_approve: vec!["computer_terminal_run".into()],
-    };
+    let schedule = || scheduled(vec!["computer_terminal_run".into()]);
     if let Ok(mut r) = s.fake.replies.lock() {
         // A clean run: the schedule's allowance holds.
         r.push(tool_turn(

@@ -174,6 +174,9 @@ pub enum Details {
         /// `3d`, `1w`…; set on a recurring task.
         #[serde(default)]
         interval: Option<String>,
+        /// The task is a job the agent runs on the hub (its name and notes the prompt).
+        #[serde(default)]
+        agent_job: bool,
     },
     /// How to reach a contact, where they work, how they are grouped.
     Contact {
@@ -541,18 +544,19 @@ pub fn validate_due(s: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Checks a recurrence interval: a positive count and a unit, `d`, `w`, `m` or `y` (`3d`).
+/// Checks a recurrence interval: a positive count and a unit, `h` (hours, for agent
+/// jobs), `d`, `w`, `m` or `y` (`3d`).
 pub fn validate_interval(s: &str) -> Result<(), StoreError> {
     let ok = s.len() >= 2
         && s[..s.len() - 1].bytes().all(|b| b.is_ascii_digit())
         && s[..s.len() - 1].parse::<u32>().is_ok_and(|n| n > 0)
-        && matches!(s.as_bytes()[s.len() - 1], b'd' | b'w' | b'm' | b'y');
+        && matches!(s.as_bytes()[s.len() - 1], b'h' | b'd' | b'w' | b'm' | b'y');
     if ok {
         Ok(())
     } else {
         Err(StoreError::invalid(
             "interval",
-            format!("{s:?} is not like 1d, 2w, 1m or 1y"),
+            format!("{s:?} is not like 6h, 1d, 2w, 1m or 1y"),
         ))
     }
 }
@@ -787,8 +791,12 @@ pub struct Task {
     pub notes: String,
     /// Parent task for a subtask.
     pub parent: Option<DocId>,
-    /// Recurrence (`1d`, `2w`, `1m`, `1y`), required when recurring.
+    /// Recurrence (`6h`, `1d`, `2w`, `1m`, `1y`), required when recurring.
     pub interval: Option<String>,
+    /// A job the agent runs on the hub: its name and notes are the prompt, its
+    /// interval (from its due time, if any) when it runs. Run state lives on the hub,
+    /// never here, so runs do not churn every device.
+    pub agent_job: bool,
 }
 
 impl Entity for Task {
@@ -800,7 +808,11 @@ impl Entity for Task {
         write_str(doc, "due", self.due.as_deref())?;
         write_text(doc, "notes", &self.notes)?;
         write_id(doc, "parent", self.parent)?;
-        write_str(doc, "interval", self.interval.as_deref())
+        write_str(doc, "interval", self.interval.as_deref())?;
+        if self.agent_job {
+            doc.put(ROOT, "agent_job", true)?;
+        }
+        Ok(())
     }
     fn read(doc: &AutoCommit) -> Self {
         Self {
@@ -813,6 +825,7 @@ impl Entity for Task {
             notes: read_text(doc, "notes"),
             parent: read_id(doc, "parent"),
             interval: read_str(doc, "interval"),
+            agent_job: read_bool(doc, "agent_job"),
         }
     }
     fn validate(&self) -> Result<(), StoreError> {
@@ -840,6 +853,7 @@ impl Entity for Task {
             parent: self.parent,
             details: Details::Task {
                 interval: self.interval.clone(),
+                agent_job: self.agent_job,
             },
             body: self.notes.clone(),
         }
@@ -863,6 +877,8 @@ pub struct TaskPatch {
     pub parent: Option<Option<DocId>>,
     /// New interval.
     pub interval: Option<Option<String>>,
+    /// Make it an agent job, or a person's to-do again.
+    pub agent_job: Option<bool>,
 }
 
 impl Patch for TaskPatch {
@@ -889,6 +905,9 @@ impl Patch for TaskPatch {
         }
         if let Some(v) = self.interval {
             out.push(FieldEdit::Str("interval", v));
+        }
+        if let Some(v) = self.agent_job {
+            out.push(FieldEdit::Bool("agent_job", v));
         }
         out
     }

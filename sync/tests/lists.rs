@@ -104,7 +104,8 @@ fn local_writes_keep_each_kinds_listed_details_current() {
     assert_eq!(
         details(&s, Kind::Task, task.id),
         Details::Task {
-            interval: Some("3d".into())
+            interval: Some("3d".into()),
+            agent_job: false,
         }
     );
     s.update_blocking(
@@ -118,7 +119,10 @@ fn local_writes_keep_each_kinds_listed_details_current() {
     .expect("stop repeating");
     assert_eq!(
         details(&s, Kind::Task, task.id),
-        Details::Task { interval: None }
+        Details::Task {
+            interval: None,
+            agent_job: false
+        }
     );
 
     let ada = s
@@ -246,7 +250,13 @@ fn local_writes_keep_each_kinds_listed_details_current() {
     assert_eq!(details(&s, Kind::Project, p.id), Details::None);
     // Search hits are listed rows too.
     let hits = s.search_blocking("plants", None, 10).expect("search");
-    assert_eq!(hits[0].entity.details, Details::Task { interval: None });
+    assert_eq!(
+        hits[0].entity.details,
+        Details::Task {
+            interval: None,
+            agent_job: false
+        }
+    );
 }
 
 #[test]
@@ -321,7 +331,8 @@ fn a_peers_snapshot_and_sync_message_keep_listed_details_current() {
     assert_eq!(
         details(&hub, Kind::Task, id),
         Details::Task {
-            interval: Some("1d".into())
+            interval: Some("1d".into()),
+            agent_job: false,
         }
     );
 }
@@ -406,7 +417,8 @@ fn migration_5_fills_the_rows_of_documents_written_before_it() {
     assert_eq!(
         details(&s, Kind::Task, task),
         Details::Task {
-            interval: Some("2w".into())
+            interval: Some("2w".into()),
+            agent_job: false,
         }
     );
     assert_eq!(

@@ -54,7 +54,7 @@ pub(crate) async fn read_live<E: Entity>(
 }
 
 /// A listed entity: the fields every kind lists, then its kind's own (a task's
-/// `interval`; a contact's `email`, `phone`, `company`, `job_title` and `tags`; a
+/// `interval` and `agent_job`; a contact's `email`, `phone`, `company`, `job_title` and `tags`; a
 /// skill's `description`), all read from the derived row, no document loaded.
 #[derive(Debug, Serialize)]
 pub(crate) struct ListedDto {
@@ -75,8 +75,11 @@ pub(crate) struct ListedDto {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub(crate) enum DetailsDto {
-    /// A task's recurrence (`null` unless it repeats).
-    Task { interval: Option<String> },
+    /// A task's recurrence (`null` unless it repeats), and whether the agent runs it.
+    Task {
+        interval: Option<String>,
+        agent_job: bool,
+    },
     /// How to reach a contact, where they work (`job_title`: the row's `title` is the
     /// name), their tags.
     Contact {
@@ -93,7 +96,13 @@ pub(crate) enum DetailsDto {
 impl DetailsDto {
     fn of(d: Details) -> Option<Self> {
         match d {
-            Details::Task { interval } => Some(Self::Task { interval }),
+            Details::Task {
+                interval,
+                agent_job,
+            } => Some(Self::Task {
+                interval,
+                agent_job,
+            }),
             Details::Contact {
                 email,
                 phone,

@@ -52,6 +52,7 @@ pub(crate) struct TaskDto {
     notes: String,
     parent: Option<String>,
     interval: Option<String>,
+    agent_job: bool,
     updated_at: i64,
     heads: Vec<String>,
 }
@@ -68,6 +69,7 @@ impl From<Versioned<Task>> for TaskDto {
             notes: t.notes,
             parent: t.parent.map(|p| p.to_string()),
             interval: t.interval,
+            agent_job: t.agent_job,
             updated_at: v.record.updated_at,
             heads: v.heads,
         }
@@ -85,6 +87,8 @@ pub(crate) struct NewTaskDto {
     notes: String,
     parent: Option<String>,
     interval: Option<String>,
+    #[serde(default)]
+    agent_job: bool,
 }
 
 /// Body of `PATCH /tasks/{id}`; `null` clears an optional field.
@@ -101,6 +105,7 @@ pub(crate) struct TaskPatchDto {
     parent: Option<Option<String>>,
     #[serde(default, deserialize_with = "double_option")]
     interval: Option<Option<String>>,
+    agent_job: Option<bool>,
 }
 
 fn status(s: Option<&str>) -> Result<Option<TaskStatus>, ApiError> {
@@ -119,6 +124,7 @@ async fn create_task(
         notes: b.notes,
         parent: parse_opt_id(&b.parent)?,
         interval: b.interval,
+        agent_job: b.agent_job,
     };
     create_entity(&store, task).await
 }
@@ -137,6 +143,7 @@ async fn patch_task(
         project: parse_double_id(b.project)?,
         parent: parse_double_id(b.parent)?,
         interval: b.interval,
+        agent_job: b.agent_job,
     };
     patch_entity(&store, id, patch).await
 }

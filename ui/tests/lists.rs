@@ -81,7 +81,8 @@ async fn each_kind_lists_its_own_fields_and_only_those() {
     api.create("/projects", json!({"name": "home"})).await;
 
     let task = api.only_row("/tasks").await;
-    assert_eq!(own_keys(&task), ["interval"]);
+    assert_eq!(own_keys(&task), ["agent_job", "interval"]);
+    assert_eq!(task["agent_job"], false);
     assert_eq!(task["interval"], "3d");
     let contact = api.only_row("/contacts").await;
     assert_eq!(
@@ -129,7 +130,10 @@ async fn each_kind_lists_its_own_fields_and_only_those() {
     let once = api.only_row("/tasks?status=incomplete").await;
     assert_eq!(
         (own_keys(&once), once["interval"].clone()),
-        (vec!["interval".to_string()], Value::Null)
+        (
+            vec!["agent_job".to_string(), "interval".to_string()],
+            Value::Null
+        )
     );
 
     // Search hits are listed rows too.

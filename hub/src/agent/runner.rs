@@ -205,6 +205,8 @@ pub struct Outcome {
     pub reason: String,
     /// Model calls made.
     pub steps: u32,
+    /// Tokens used by every model call of the invocation.
+    pub usage: super::provider::Usage,
 }
 
 /// A conversation: a project and a name within it (`cli`, `web`, …).
@@ -393,7 +395,39 @@ pub enum Trigger {
     Scheduled {
         /// Risky tools the owner allowed this schedule to run without asking.
         auto_approve: Vec<String>,
+        /// How long a call that asks waits for the owner: as long as the schedule
+        /// allows, not the few minutes of an interactive turn.
+        approval_timeout: Duration,
     },
+}
+
+/// How one invocation runs, beyond its message: who started it and, optionally, a
+/// model other than the configured chat model.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Who started it.
+    pub trigger: Trigger,
+    /// The model to use instead of the configured one.
+    pub model: Option<ModelChoice>,
+}
+
+impl RunOptions {
+    /// The owner chatting, with the configured model.
+    pub fn interactive() -> Self {
+        Self {
+            trigger: Trigger::Interactive,
+            model: None,
+        }
+    }
+}
+
+/// A model for one invocation, with the client of its provider.
+#[derive(Debug, Clone)]
+pub struct ModelChoice {
+    /// The provider's model id.
+    pub model: String,
+    /// The client that reaches it.
+    pub provider: ProviderClient,
 }
 
 impl std::fmt::Debug for Agent {
@@ -1135,18 +1169,19 @@ impl Agent {
         project: DocId,
         message: &str,
     ) -> Result<Outcome, AgentError> {
-        self.invoke_with(channel, project, message, Trigger::Interactive)
+        self.invoke_with(channel, project, message, RunOptions::interactive())
             .await
     }
 
-    /// Runs one invocation started by `trigger`.
+    /// Runs one invocation as `options` say.
     pub async fn invoke_with(
         &self,
         channel: &str,
         project: DocId,
         message: &str,
-        trigger: Trigger,
+        options: RunOptions,
     ) -> Result<Outcome, AgentError> {
+        let RunOptions { trigger, model } = options;
         if self.closing.load(Ordering::SeqCst) {
             return Err(AgentError::Invalid("the hub is shutting down".into()));
         }
@@ -1165,7 +1200,18 @@ impl Agent {
             channel: channel.into(),
             message: message.into(),
         });
-        let config = self.config();
+        let mut config = self.config();
+        let chosen_provider = model.map(|m| {
+            config.model = m.model;
+            m.provider
+        });
+        let approval_timeout = match &trigger {
+            Trigger::Interactive => config.approval_timeout,
+            Trigger::Scheduled {
+                approval_timeout, ..
+            } => *approval_timeout,
+        };
+        let mut usage = super::provider::Usage::default();
         let user = json!([{ "type": "text", "text": message }]);
         // Stored before anything streams, so a crash never loses what the user said.
         self.store_message(&project, channel, "user", &user)?;
@@ -1211,11 +1257,14 @@ impl Agent {
                 max_tokens: config.max_tokens,
             };
             let ch = channel.to_string();
-            let provider = self
-                .provider
-                .lock()
-                .map(|p| p.clone())
-                .map_err(|_| AgentError::Invalid("provider lock poisoned".into()))?;
+            let provider = match &chosen_provider {
+                Some(p) => p.clone(),
+                None => self
+                    .provider
+                    .lock()
+                    .map(|p| p.clone())
+                    .map_err(|_| AgentError::Invalid("provider lock poisoned".into()))?,
+            };
             let streamed = provider.stream(&req, |ev| match ev {
                 StreamEvent::TextDelta(text) => self.emit(AgentEvent::TextDelta {
                     project,
@@ -1247,6 +1296,10 @@ impl Agent {
                 }
             };
             self.record_usage(&config.model, &project, &turn.usage);
+            usage.input_tokens += turn.usage.input_tokens;
+            usage.output_tokens += turn.usage.output_tokens;
+            usage.cache_read_tokens += turn.usage.cache_read_tokens;
+            usage.cache_write_tokens += turn.usage.cache_write_tokens;
             last_text = turn.text.clone();
             let mut assistant = Vec::new();
             if !turn.text.is_empty() {
@@ -1284,15 +1337,12 @@ impl Agent {
                         let guarded = tainted && tool.tool.effect.is_guarded();
                         let approved = match (&trigger, needs) {
                             (_, false) => Resolution::Approved,
-                            (Trigger::Scheduled { auto_approve }, true)
+                            (Trigger::Scheduled { auto_approve, .. }, true)
                                 if !guarded && auto_approve.contains(&c.name) =>
                             {
                                 Resolution::Approved
                             }
-                            (_, true) => {
-                                self.ask(&key, &c.name, &c.input, config.approval_timeout)
-                                    .await
-                            }
+                            (_, true) => self.ask(&key, &c.name, &c.input, approval_timeout).await,
                         };
                         match approved {
                             Resolution::Approved => {
@@ -1383,6 +1433,7 @@ impl Agent {
             text: last_text,
             reason,
             steps,
+            usage,
         })
     }
 

@@ -638,6 +638,7 @@ fn call_blocking(ctx: &ToolContext, name: &str, args: &Value) -> Result<Value, T
                 notes: arg_str(args, "notes").unwrap_or_default().to_string(),
                 parent,
                 interval: arg_str(args, "interval").map(str::to_string),
+                agent_job: false,
             };
             let rec = store.create_blocking(task)?;
             Ok(

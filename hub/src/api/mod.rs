@@ -63,6 +63,8 @@ pub struct ApiState {
     pub access: Arc<guard::Access>,
     /// Plugins and their servers' states (the owner's only).
     pub plugins: Arc<crate::plugins::Plugins>,
+    /// Notifications: kept, published, handed to channels.
+    pub notifier: Arc<crate::notify::Notifier>,
 }
 
 /// Where the OpenAPI document is served, relative to the API root.

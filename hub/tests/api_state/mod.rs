@@ -99,6 +99,7 @@ pub async fn api_state(home: &Path) -> TestState {
         openai: local.clone(),
         ollama: local,
     };
+    let events = Arc::new(EventHub::new());
     let chat = Arc::new(ChatService::new(
         agent,
         store.clone(),
@@ -106,7 +107,7 @@ pub async fn api_state(home: &Path) -> TestState {
         urls,
         home.join("projects"),
         general,
-        Arc::new(EventHub::new()),
+        events.clone(),
     ));
     let token = OwnerToken::load_or_create(home).expect("token");
     let secret = token.expose().to_string();
@@ -138,6 +139,7 @@ pub async fn api_state(home: &Path) -> TestState {
         runtime: Arc::new(RuntimeStore::open(&hub_db).expect("runtime")),
         access,
         plugins,
+        notifier: Arc::new(hearth_hub::notify::Notifier::open(&hub_db, events).expect("notifier")),
     };
     TestState {
         state,
