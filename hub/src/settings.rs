@@ -343,6 +343,69 @@ pub struct RuntimeSettings {
     pub instructions: String,
     /// How long a risky tool call waits for the owner.
     pub approval_timeout_secs: u64,
+    /// The hub's time zone (IANA name): schedules without their own, date-only due
+    /// dates, quiet hours.
+    pub timezone: String,
+    /// When notifications come without sound, in the hub's zone.
+    pub quiet_hours: Option<QuietHours>,
+}
+
+/// A daily stretch of quiet, `start` to `end` (`HH:MM`, in the hub's zone); it may span
+/// midnight (`22:00` to `07:00`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct QuietHours {
+    /// When quiet begins.
+    pub start: String,
+    /// When it ends.
+    pub end: String,
+}
+
+impl QuietHours {
+    /// Minutes after midnight of an `HH:MM` time.
+    fn minutes(s: &str) -> Option<u32> {
+        let (h, m) = s.split_once(':')?;
+        if h.len() != 2 || m.len() != 2 {
+            return None;
+        }
+        let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
+        (h < 24 && m < 60).then_some(h * 60 + m)
+    }
+
+    /// Checks both times.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        for t in [&self.start, &self.end] {
+            if Self::minutes(t).is_none() {
+                return Err(SettingsError::Invalid(format!(
+                    "quiet hours take HH:MM times (22:00), not {t:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `minute` (after midnight, local) falls in the quiet stretch.
+    pub fn contains(&self, minute: u32) -> bool {
+        match (Self::minutes(&self.start), Self::minutes(&self.end)) {
+            (Some(a), Some(b)) if a <= b => (a..b).contains(&minute),
+            (Some(a), Some(b)) => minute >= a || minute < b,
+            _ => false,
+        }
+    }
+}
+
+/// The machine's own time zone, or `UTC` when it cannot be read or is unknown.
+pub fn system_timezone() -> String {
+    iana_time_zone::get_timezone()
+        .ok()
+        .filter(|z| z.parse::<chrono_tz::Tz>().is_ok())
+        .unwrap_or_else(|| "UTC".into())
+}
+
+impl RuntimeSettings {
+    /// The hub's zone (valid: checked whenever it is stored).
+    pub fn tz(&self) -> chrono_tz::Tz {
+        self.timezone.parse().unwrap_or(chrono_tz::Tz::UTC)
+    }
 }
 
 impl Default for RuntimeSettings {
@@ -360,6 +423,8 @@ impl Default for RuntimeSettings {
             },
             instructions: agent.instructions,
             approval_timeout_secs: agent.approval_timeout.as_secs(),
+            timezone: system_timezone(),
+            quiet_hours: None,
         }
     }
 }
@@ -392,6 +457,15 @@ impl RuntimeSettings {
             return Err(SettingsError::Invalid(
                 "the approval timeout is 1 to 86400 seconds".into(),
             ));
+        }
+        if self.timezone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(SettingsError::Invalid(format!(
+                "unknown time zone {:?}: use an IANA name such as Europe/Paris",
+                self.timezone
+            )));
+        }
+        if let Some(q) = &self.quiet_hours {
+            q.validate()?;
         }
         if self.instructions.chars().count() > 100_000 {
             return Err(SettingsError::Invalid(
@@ -436,6 +510,10 @@ pub struct RuntimePatch {
     pub instructions: Option<String>,
     /// Approval timeout, seconds.
     pub approval_timeout_secs: Option<u64>,
+    /// Time zone.
+    pub timezone: Option<String>,
+    /// Quiet hours (`Some(None)` turns them off).
+    pub quiet_hours: Option<Option<QuietHours>>,
 }
 
 const CHAT_MODEL: &str = "chat_model";
@@ -443,6 +521,8 @@ const SUMMARY_MODEL: &str = "summary_model";
 const EMBEDDING_MODEL: &str = "embedding_model";
 const INSTRUCTIONS: &str = "instructions";
 const APPROVAL_TIMEOUT: &str = "approval_timeout_secs";
+const TIMEZONE: &str = "timezone";
+const QUIET_HOURS: &str = "quiet_hours";
 
 use crate::hubdb::now_ms;
 
@@ -555,6 +635,13 @@ impl RuntimeStore {
                         SettingsError::Invalid(format!("stored approval timeout {value:?}"))
                     })?
                 }
+                TIMEZONE => s.timezone = value,
+                QUIET_HOURS if value.is_empty() => s.quiet_hours = None,
+                QUIET_HOURS => {
+                    s.quiet_hours = Some(serde_json::from_str(&value).map_err(|_| {
+                        SettingsError::Invalid(format!("stored quiet hours {value:?}"))
+                    })?)
+                }
                 _ => {}
             }
         }
@@ -588,6 +675,19 @@ impl RuntimeStore {
             writes.push((APPROVAL_TIMEOUT, t.to_string()));
             s.approval_timeout_secs = t;
         }
+        if let Some(z) = patch.timezone {
+            writes.push((TIMEZONE, z.clone()));
+            s.timezone = z;
+        }
+        if let Some(q) = patch.quiet_hours {
+            writes.push((
+                QUIET_HOURS,
+                q.as_ref()
+                    .and_then(|q| serde_json::to_string(q).ok())
+                    .unwrap_or_default(),
+            ));
+            s.quiet_hours = q;
+        }
         s.validate()?;
         let mut conn = self.lock();
         let tx = conn.transaction()?;
@@ -606,6 +706,55 @@ impl RuntimeStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quiet_hours_may_span_midnight_and_a_zone_must_exist() {
+        let night = QuietHours {
+            start: "22:00".into(),
+            end: "07:00".into(),
+        };
+        assert!(night.contains(23 * 60) && night.contains(0) && night.contains(6 * 60 + 59));
+        assert!(!night.contains(7 * 60) && !night.contains(12 * 60));
+        let lunch = QuietHours {
+            start: "12:00".into(),
+            end: "13:30".into(),
+        };
+        assert!(lunch.contains(12 * 60 + 5) && !lunch.contains(13 * 60 + 30));
+        let bad = QuietHours {
+            start: "25:00".into(),
+            end: "7".into(),
+        };
+        assert!(bad.validate().is_err());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = RuntimeStore::open(&dir.path().join("hub.db")).expect("open");
+        let e = store
+            .update(RuntimePatch {
+                timezone: Some("Mars/Olympus".into()),
+                ..Default::default()
+            })
+            .expect_err("unknown zone");
+        assert!(e.to_string().contains("Mars/Olympus"), "{e}");
+        let s = store
+            .update(RuntimePatch {
+                timezone: Some("Europe/Paris".into()),
+                quiet_hours: Some(Some(night.clone())),
+                ..Default::default()
+            })
+            .expect("set");
+        assert_eq!(s.tz(), chrono_tz::Europe::Paris);
+        let again = store.load().expect("load");
+        assert_eq!(
+            (again.timezone.as_str(), again.quiet_hours),
+            ("Europe/Paris", Some(night))
+        );
+        let off = store
+            .update(RuntimePatch {
+                quiet_hours: Some(None),
+                ..Default::default()
+            })
+            .expect("off");
+        assert_eq!(off.quiet_hours, None);
+    }
 
     #[test]
     fn file_then_variables_and_flags_and_loopback_by_default() {

@@ -3,7 +3,7 @@
 //! masked), and per-project tool permissions and secrets.
 //!
 //! - `GET /settings`, `PATCH /settings {chat_model?, summary_model? (null: the chat
-//!   model), embedding_model?, instructions?, approval_timeout_secs?}`
+//!   model), embedding_model?, instructions?, approval_timeout_secs?, timezone?, quiet_hours? ({start, end} HH:MM, or null)}`
 //! - `GET /settings/providers` (a page), `PUT /settings/providers/{name} {key}`
 //! - `GET /projects/{project}/tools` (a page, system and plugin tools: `allowed`, `ask`
 //!   — calls wait for the owner's approval —, `approval`, `risky`, `effect`, `plugin`),
@@ -26,7 +26,7 @@ use crate::{
     agent::provider::ModelRef,
     chat::PROVIDERS,
     secrets::{SecretError, SecretValue, MASK},
-    settings::{RuntimePatch, RuntimeSettings},
+    settings::{QuietHours, RuntimePatch, RuntimeSettings},
 };
 
 pub(super) fn routes() -> ApiRoutes<ApiState> {
@@ -97,6 +97,8 @@ struct SettingsDto {
     embedding_model: String,
     instructions: String,
     approval_timeout_secs: u64,
+    timezone: String,
+    quiet_hours: Option<QuietHours>,
 }
 
 impl From<RuntimeSettings> for SettingsDto {
@@ -107,6 +109,8 @@ impl From<RuntimeSettings> for SettingsDto {
             embedding_model: s.embedding_model.to_string(),
             instructions: s.instructions,
             approval_timeout_secs: s.approval_timeout_secs,
+            timezone: s.timezone,
+            quiet_hours: s.quiet_hours,
         }
     }
 }
@@ -130,6 +134,14 @@ struct SettingsPatch {
     embedding_model: Option<String>,
     instructions: Option<String>,
     approval_timeout_secs: Option<u64>,
+    timezone: Option<String>,
+    #[serde(default, deserialize_with = "double_quiet")]
+    quiet_hours: Option<Option<QuietHours>>,
+}
+
+/// `null` turns quiet hours off; absent leaves them.
+fn double_quiet<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<QuietHours>>, D::Error> {
+    Option::<QuietHours>::deserialize(d).map(Some)
 }
 
 fn model(s: &str) -> Result<ModelRef, ApiError> {
@@ -151,6 +163,8 @@ async fn patch_settings(
         embedding_model: p.embedding_model.as_deref().map(model).transpose()?,
         instructions: p.instructions,
         approval_timeout_secs: p.approval_timeout_secs,
+        timezone: p.timezone,
+        quiet_hours: p.quiet_hours,
     };
     let (runtime, chat) = (s.runtime.clone(), s.chat.clone());
     let now = blocking(move || -> Result<RuntimeSettings, ApiError> {
