@@ -33,6 +33,7 @@
 //!   supervisor that runs their servers and registers their tools;
 //! - [`computer`]: the built-in computer plugin (project files, terminal, web fetch);
 //! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest;
+//! - [`scheduler`]: schedules, their runs, tasks' agent jobs and reminders;
 //! - [`notify`]: notifications (kept, published, handed to channels);
 //! - [`channels`]: the interface message channels (Telegram) implement.
 //!
@@ -57,6 +58,7 @@ pub mod pair_service;
 pub mod plugins;
 pub mod projects;
 pub mod rpc_service;
+pub mod scheduler;
 pub mod secrets;
 pub mod settings;
 pub mod sync_service;

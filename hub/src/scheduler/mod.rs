@@ -1,0 +1,14 @@
+//! The scheduler: schedules kept in `hub.db` (fixed interval, cron with a time zone,
+//! one-shot), each run through the agent with the scheduled trigger and recorded; a
+//! task's agent job is a schedule that follows its task; reminders for people's tasks.
+//!
+//! - [`store`]: `ScheduleStore`, plain persistence of schedules, runs and reminders.
+//!
+//! Never writes a task document for a run: run state stays on the hub.
+
+pub mod store;
+
+pub use store::{
+    MissedPolicy, NewSchedule, Run, RunEnd, RunReason, RunStatus, Schedule, ScheduleError,
+    ScheduleFilter, ScheduleKind, SchedulePatch, ScheduleStore,
+};
