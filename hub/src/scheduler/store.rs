@@ -140,7 +140,8 @@ pub struct Schedule {
     pub kind: ScheduleKind,
     /// The interval, the cron expression or the instant.
     pub spec: String,
-    /// IANA time zone for cron expressions and calendar intervals.
+    /// IANA time zone for cron expressions and calendar intervals; empty: the hub's
+    /// zone, whatever it is when the time is computed.
     pub tz: String,
     /// What the agent is asked.
     pub prompt: String,
@@ -156,6 +157,9 @@ pub struct Schedule {
     pub approval_wait_secs: u64,
     /// Paused: never falls due until resumed.
     pub paused: bool,
+    /// The instant an interval counts from (its first due time), so due times never
+    /// drift and the 31st stays the 31st where it can.
+    pub anchor: Option<i64>,
     /// Next due instant (ms); `None` once a one-shot schedule ran.
     pub next_due: Option<i64>,
     /// When its last run started (ms).
@@ -195,6 +199,8 @@ pub struct NewSchedule {
     pub catch_up_max: u32,
     /// Approval wait, seconds.
     pub approval_wait_secs: u64,
+    /// What an interval counts from.
+    pub anchor: Option<i64>,
     /// First due instant, computed by the caller.
     pub next_due: Option<i64>,
 }
@@ -227,6 +233,8 @@ pub struct SchedulePatch {
     pub approval_wait_secs: Option<u64>,
     /// Paused.
     pub paused: Option<bool>,
+    /// Anchor.
+    pub anchor: Option<Option<i64>>,
     /// Next due (`Some(None)`: never again).
     pub next_due: Option<Option<i64>>,
 }
@@ -366,7 +374,7 @@ pub struct RunEnd {
 
 const SCHEDULE_COLUMNS: &str = "id, name, project, task, kind, spec, tz, prompt, model, \
      auto_approve, missed, catch_up_max, approval_wait_secs, paused, next_due, last_run_at, \
-     created_at, updated_at";
+     created_at, updated_at, anchor";
 
 const RUN_COLUMNS: &str = "id, schedule, project, conversation, reason, due_at, started_at, \
      ended_at, status, input_tokens, output_tokens, answer, error";
@@ -406,6 +414,7 @@ fn schedule_row(r: &Row<'_>) -> rusqlite::Result<Schedule> {
         last_run_at: r.get(15)?,
         created_at: r.get(16)?,
         updated_at: r.get(17)?,
+        anchor: r.get(18)?,
     })
 }
 
@@ -519,8 +528,8 @@ impl ScheduleStore {
         let inserted = self.lock().execute(
             "INSERT INTO schedules (id, name, project, task, kind, spec, tz, prompt, model,
                 auto_approve, missed, catch_up_max, approval_wait_secs, paused, next_due,
-                last_run_at, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 0, ?14, NULL, ?15, ?15)
+                last_run_at, created_at, updated_at, anchor)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 0, ?14, NULL, ?15, ?15, ?16)
              ON CONFLICT DO NOTHING",
             params![
                 id,
@@ -537,7 +546,8 @@ impl ScheduleStore {
                 new.catch_up_max,
                 new.approval_wait_secs as i64,
                 new.next_due,
-                now
+                now,
+                new.anchor
             ],
         )?;
         if inserted == 0 {
@@ -668,6 +678,9 @@ impl ScheduleStore {
         if let Some(v) = patch.paused {
             s.paused = v;
         }
+        if let Some(v) = patch.anchor {
+            s.anchor = v;
+        }
         if let Some(v) = patch.next_due {
             s.next_due = v;
         }
@@ -683,7 +696,8 @@ impl ScheduleStore {
         let changed = self.lock().execute(
             "UPDATE schedules SET name = ?2, project = ?3, kind = ?4, spec = ?5, tz = ?6,
                 prompt = ?7, model = ?8, auto_approve = ?9, missed = ?10, catch_up_max = ?11,
-                approval_wait_secs = ?12, paused = ?13, next_due = ?14, updated_at = ?15
+                approval_wait_secs = ?12, paused = ?13, next_due = ?14, updated_at = ?15,
+                anchor = ?16
              WHERE id = ?1",
             params![
                 id,
@@ -700,7 +714,8 @@ impl ScheduleStore {
                 s.approval_wait_secs as i64,
                 s.paused,
                 s.next_due,
-                now_ms()
+                now_ms(),
+                s.anchor
             ],
         )?;
         if changed == 0 {
@@ -865,6 +880,7 @@ mod tests {
             missed: MissedPolicy::RunOnce,
             catch_up_max: 3,
             approval_wait_secs: 86_400,
+            anchor: None,
             next_due: Some(1_000),
         }
     }
