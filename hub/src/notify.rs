@@ -657,18 +657,28 @@ mod tests {
         notifier.add_channel(recorder.clone());
         let mut sub = events.subscribe(None);
 
-        let night = notifier.notify(note("at night", None)).await.expect("night");
+        let night = notifier
+            .notify(note("at night", None))
+            .await
+            .expect("night");
         now.store(PARIS_NOON, std::sync::atomic::Ordering::SeqCst);
         let day = notifier.notify(note("at noon", None)).await.expect("noon");
         assert!(day > night);
 
-        for (title, quiet, at) in [("at night", true, PARIS_2330), ("at noon", false, PARIS_NOON)] {
+        for (title, quiet, at) in [
+            ("at night", true, PARIS_2330),
+            ("at noon", false, PARIS_NOON),
+        ] {
             let Some(Next::Event(ev)) = sub.try_next() else {
                 panic!("no event for {title}")
             };
             let v: serde_json::Value = serde_json::from_str(&ev.json).expect("json");
             assert_eq!(
-                (v["type"].as_str(), v["title"].as_str(), v["quiet"].as_bool()),
+                (
+                    v["type"].as_str(),
+                    v["title"].as_str(),
+                    v["quiet"].as_bool()
+                ),
                 (Some("notification"), Some(title), Some(quiet)),
                 "{v}"
             );
@@ -686,7 +696,10 @@ mod tests {
         notifier.shutdown().await;
         assert_eq!(
             delivered,
-            vec![("at night".to_string(), true), ("at noon".to_string(), false)]
+            vec![
+                ("at night".to_string(), true),
+                ("at noon".to_string(), false)
+            ]
         );
         let list = notifier
             .store()
@@ -697,7 +710,11 @@ mod tests {
             .iter()
             .map(|r| (r.title.as_str(), r.quiet))
             .collect();
-        assert_eq!(kept, [("at noon", false), ("at night", true)], "newest first");
+        assert_eq!(
+            kept,
+            [("at noon", false), ("at night", true)],
+            "newest first"
+        );
         assert!(matches!(
             notifier.notify(note("late", None)).await,
             Err(NotifyError::ShuttingDown)
@@ -727,11 +744,17 @@ mod tests {
         };
 
         let all = store.list(&everyone, false, 2, 0).expect("page");
-        assert_eq!((titles(&all), all.total, all.unread), (vec!["w2".into(), "none".into()], 4, 4));
+        assert_eq!(
+            (titles(&all), all.total, all.unread),
+            (vec!["w2".into(), "none".into()], 4, 4)
+        );
         let next = store.list(&everyone, false, 2, 2).expect("page 2");
         assert_eq!(titles(&next), ["h1", "w1"]);
         let mine = store.list(&scoped, false, 10, 0).expect("scoped");
-        assert_eq!((titles(&mine), mine.total, mine.unread), (vec!["w2".into(), "w1".into()], 2, 2));
+        assert_eq!(
+            (titles(&mine), mine.total, mine.unread),
+            (vec!["w2".into(), "w1".into()], 2, 2)
+        );
         assert_eq!(mine.rows[0].project, Some(work.to_string()));
 
         // A scoped reader marks nothing outside its projects, even by id.
@@ -742,14 +765,25 @@ mod tests {
         assert_eq!(store.unread(&everyone).expect("count"), 3);
         assert_eq!(store.unread(&scoped).expect("count"), 1);
         let unread = store.list(&everyone, true, 10, 0).expect("unread");
-        assert_eq!((titles(&unread), unread.total), (vec!["w2".into(), "none".into(), "h1".into()], 3));
+        assert_eq!(
+            (titles(&unread), unread.total),
+            (vec!["w2".into(), "none".into(), "h1".into()], 3)
+        );
         let read = store.list(&everyone, false, 10, 0).expect("all");
         assert_eq!(read.rows.last().map(|r| r.read_at), Some(Some(5)));
 
         assert_eq!(store.mark_read(&scoped, &MarkRead::All, 6).expect("all"), 1);
-        assert_eq!(store.mark_read(&everyone, &MarkRead::All, 7).expect("all"), 2);
+        assert_eq!(
+            store.mark_read(&everyone, &MarkRead::All, 7).expect("all"),
+            2
+        );
         assert_eq!(store.unread(&everyone).expect("count"), 0);
-        assert_eq!(store.mark_read(&everyone, &MarkRead::All, 8).expect("again"), 0);
+        assert_eq!(
+            store
+                .mark_read(&everyone, &MarkRead::All, 8)
+                .expect("again"),
+            0
+        );
         notifier.shutdown().await;
     }
 
@@ -824,11 +858,18 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         assert_eq!(listed.len(), 1, "{listed:?}");
-        assert_eq!(listed[0].refs.approval.as_deref(), Some("ap-schedule-daily-4"));
+        assert_eq!(
+            listed[0].refs.approval.as_deref(),
+            Some("ap-schedule-daily-4")
+        );
         assert_eq!(listed[0].kind, "approval_waiting");
         tokio::time::timeout(std::time::Duration::from_secs(5), notifier.shutdown())
             .await
             .expect("the watcher stops");
-        assert_eq!(tx.receiver_count(), 0, "the watcher let go of the agent's events");
+        assert_eq!(
+            tx.receiver_count(),
+            0,
+            "the watcher let go of the agent's events"
+        );
     }
 }
