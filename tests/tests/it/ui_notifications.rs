@@ -131,6 +131,24 @@ impl Asker {
     }
 }
 
+/// The body of a chunked HTTP/1.1 answer (a relayed answer streams back in chunks).
+fn dechunk(raw: &str) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let mut rest = raw;
+    loop {
+        let (size, after) = rest.split_once("\r\n").context("a chunk size")?;
+        let size = usize::from_str_radix(size.trim(), 16).context("a hex chunk size")?;
+        if size == 0 {
+            return Ok(out);
+        }
+        out.push_str(after.get(..size).context("a whole chunk")?);
+        rest = after
+            .get(size..)
+            .and_then(|r| r.strip_prefix("\r\n"))
+            .context("the chunk's end")?;
+    }
+}
+
 /// The titles of the hub's notes.
 fn note_titles(lab: &UiLab) -> anyhow::Result<Vec<String>> {
     let notes = ok_json("notes", lab.hub_api("GET", "/api/v1/notes?limit=200", None)?)?;
@@ -267,10 +285,9 @@ fn a_laptops_event_socket_carries_the_hubs_notifications() -> anyhow::Result<()>
             && event["hub_seq"].is_u64(),
         "the hub's notification, renumbered by the laptop: {event}"
     );
-    let listed = ok_json(
-        "the laptop's relayed list",
-        lab.node_api("GET", "/api/v1/notifications", None)?,
-    )?;
+    let (status, body) = lab.node_api("GET", "/api/v1/notifications", None)?;
+    anyhow::ensure!(status == 200, "the laptop's relayed list: {status} {body}");
+    let listed: Value = serde_json::from_str(&dechunk(&body)?)?;
     anyhow::ensure!(
         listed["unread"] == 1 && listed["data"][0]["id"] == event["id"],
         "listed through the relay: {listed}"
