@@ -306,6 +306,31 @@ impl Notifier {
         Ok(id)
     }
 
+    /// Marks `which` of `audience`'s notifications read now; answers how many changed
+    /// and how many of the audience's stay unread. When some changed, publishes
+    /// `{type: "notifications_read", marked}` so that other open UIs recount (it names
+    /// no notification and no project: full-scope readers only, as any event tied to
+    /// no project).
+    pub async fn mark_read(
+        &self,
+        audience: Audience,
+        which: MarkRead,
+    ) -> Result<(u64, u64), NotifyError> {
+        let store = self.store.clone();
+        let at = (self.clock)();
+        let (marked, unread) = tokio::task::spawn_blocking(move || {
+            let marked = store.mark_read(&audience, &which, at)?;
+            Ok::<_, NotifyError>((marked, store.unread(&audience)?))
+        })
+        .await
+        .map_err(|e| NotifyError::Task(e.to_string()))??;
+        if marked > 0 {
+            self.events
+                .publish(json!({ "type": "notifications_read", "marked": marked }), None);
+        }
+        Ok((marked, unread))
+    }
+
     /// Follows the agent's events (`Agent::subscribe`) until shutdown, notifying each
     /// approval a scheduled run waits for ([`approval_notification`]).
     pub fn follow_agent(self: &Arc<Self>, mut events: broadcast::Receiver<AgentEvent>) {

@@ -375,6 +375,12 @@ async fn notification_events_reach_only_devices_whose_scope_reaches_them() {
     h.notify("outside", Some(personal)).await;
     h.notify("hub-wide", None).await;
     h.notify("in child", Some(clients)).await;
+    // Marking read tells other UIs to recount, naming nothing: full devices only.
+    let (_, v) = h.owner("POST", "/notifications/read", Some(json!({ "all": true }))).await;
+    assert_eq!(v["marked"], 4, "{v}");
+    let (_, v) = h.owner("POST", "/notifications/read", Some(json!({ "all": true }))).await;
+    assert_eq!(v["marked"], 0, "nothing left, no second event: {v}");
+    let recounts = |seen: &[Value]| seen.iter().filter(|e| e["type"] == "notifications_read").count();
     let notified = |seen: &[Value]| -> Vec<String> {
         seen.iter()
             .filter(|e| e["type"] == "notification")
@@ -384,6 +390,7 @@ async fn notification_events_reach_only_devices_whose_scope_reaches_them() {
     let scoped = h.device(Some(work));
     let seen = lines(h.relayed(scoped, Get, "/events?after=0", None).await, 10).await;
     assert_eq!(notified(&seen), ["in root", "in child"], "{seen:?}");
+    assert_eq!(recounts(&seen), 0, "{seen:?}");
     let full = h.device(None);
     let seen = lines(h.relayed(full, Get, "/events?after=0", None).await, 10).await;
     assert_eq!(

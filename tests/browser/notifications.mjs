@@ -102,7 +102,7 @@ async function markReadThenDeny(page) {
   await page.waitForSelector('[data-test=notification-list]');
 }
 
-async function onTheLaptop(browser) {
+async function onTheLaptop(browser, hubPage) {
   const laptop = await signIn(browser, config.node.login, { name: 'node' });
   await laptop.waitForSelector('[data-test=bell]');
   await waitCount(laptop, 0, 'the laptop reads the hub’s count');
@@ -114,6 +114,8 @@ async function onTheLaptop(browser) {
   await laptop.locator(`${item('From the laptop')} [data-test=approve]`).click();
   await laptop.waitForSelector(`${item('From the laptop')} [data-test=approval-status][data-status=approved]`);
   await waitCount(laptop, 0, 'approved on the laptop');
+  // The hub's page, open meanwhile, learns that the laptop read it.
+  await waitCount(hubPage, 0, 'read on the laptop, recounted on the hub');
   await shot(laptop, 'notifications-laptop', { schemes: ['light'] });
   assert(!laptop.errors.length, `no page errors on the laptop: ${laptop.errors}`);
   await laptop.context().close();
@@ -144,10 +146,12 @@ async function quietHours(page) {
     },
     { what: 'the time zone and quiet hours saved' },
   );
+  await noToasts(page);
   await page.locator('#time').scrollIntoViewIfNeeded();
   await shot(page, 'settings-time', { fullPage: false });
   log(`quiet from ${start} to ${end} (${zone})`);
 
+  await waitCount(page, 0, 'nothing unread before the quiet one');
   await watchToasts(page);
   await control('ask', 'Quiet one');
   await waitCount(page, 1, 'a quiet one still counts');
@@ -166,7 +170,15 @@ async function quietHours(page) {
   await page.waitForSelector(`${item('Quiet one')} [data-test=approval-status][data-status=approved]`);
 }
 
+/** Waits until every toast has gone (they would cover the screenshots). */
+const noToasts = (page) =>
+  page.waitForFunction(() => !document.querySelector('.toasts')?.children.length, null, { timeout: 15000 });
+
+/** Lets a layout change (the side bar's slide) finish before a screenshot. */
+const settle = (page) => page.waitForTimeout(400);
+
 async function looks(page) {
+  await noToasts(page);
   await shot(page, 'notifications-list');
   // Keyboard: arrows move between items.
   await page.locator('[data-test=notification]').first().focus();
@@ -175,12 +187,14 @@ async function looks(page) {
   const ids = await page.$$eval('[data-test=notification]', (els) => els.map((e) => e.dataset.id));
   assert(second === ids[1], `ArrowDown goes to the next one: ${second} of ${ids}`);
   await page.setViewportSize({ width: 390, height: 844 });
+  await settle(page);
   await shot(page, 'notifications-narrow');
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert(overflow <= 0, `nothing overflows at 390 px: ${overflow}`);
   await page.goto(new URL('#/settings', config.hub.url).href);
   await page.waitForSelector('section.page-settings[data-ready=true] [data-test=timezone]');
   await page.locator('#time').scrollIntoViewIfNeeded();
+  await settle(page);
   await shot(page, 'settings-time-narrow', { fullPage: false });
   await page.setViewportSize({ width: 1280, height: 800 });
 }
@@ -191,7 +205,7 @@ run(async () => {
   await arrives(page);
   await approveFromTheList(page);
   await markReadThenDeny(page);
-  await onTheLaptop(browser);
+  await onTheLaptop(browser, page);
   await quietHours(page);
   await looks(page);
   assert(!page.errors.length, `no page errors on the hub: ${page.errors}`);

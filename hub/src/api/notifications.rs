@@ -7,7 +7,7 @@
 //!   bell's count, in the same answer the list comes in).
 //! - `POST /notifications/read` `{ids: [..]}` or `{all: true}` marks them read and
 //!   answers `{marked, unread}`; an id the caller may not see, or already read, marks
-//!   nothing.
+//!   nothing. Other open UIs learn of it from a `notifications_read` event.
 //!
 //! A device relaying these (see `caller`) reaches only what its grant reaches: a scoped
 //! device lists and marks only its subtree's notifications, never one tied to no
@@ -24,10 +24,7 @@ use super::{
     caller::{Caller, Reach},
     ApiError, ApiJson, ApiQuery, ApiResult, ApiState, Page, PageQuery,
 };
-use crate::{
-    hubdb::now_ms,
-    notify::{Audience, MarkRead, NotificationRefs, StoredNotification},
-};
+use crate::notify::{Audience, MarkRead, NotificationRefs, StoredNotification};
 
 pub(super) fn routes() -> ApiRoutes<ApiState> {
     ApiRoutes::new("notifications")
@@ -175,11 +172,6 @@ async fn mark_read(
         }
     };
     let who = audience(&s, &caller).await?;
-    let store = s.notifier.store().clone();
-    let (marked, unread) = blocking(move || {
-        let marked = store.mark_read(&who, &which, now_ms())?;
-        Ok::<_, crate::notify::NotifyError>((marked, store.unread(&who)?))
-    })
-    .await?;
+    let (marked, unread) = s.notifier.mark_read(who, which).await?;
     Ok(axum::Json(ReadAnswer { marked, unread }))
 }

@@ -2,7 +2,8 @@
 // announce a new notification.
 //
 // Owns: the unread count (read from `GET /notifications?unread=true&limit=1`, then kept
-// by the `notification` events and the page's `notifications-read` signal), the bell's
+// by the `notification` events, the page's `notifications-read` signal and the hub's
+// `notifications_read` events when another UI marks some), the bell's
 // link to the Notifications page, and a toast for each new notification that did not
 // come during quiet hours (a quiet one only raises the count). Must never mark anything
 // read (only the page does, when the owner says so) nor keep the list itself.
@@ -81,6 +82,8 @@ export function notificationBell({ toast }) {
         count = unread;
         show();
       });
+      // Read elsewhere (another tab, a laptop): count again.
+      api.onEvent('notifications_read', refresh);
       api.on('resync', refresh);
       api.on('hub', (online) => online && refresh());
       // Another tab or device may have marked some read meanwhile.

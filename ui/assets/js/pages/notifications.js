@@ -151,7 +151,7 @@ export default {
       listEl,
     );
 
-    ctx.onEvent('notification', () => load());
+    ctx.onEvent(['notification', 'notifications_read'], () => load());
     ctx.onEvent(['approval_requested', 'approval_resolved'], () => load());
     ctx.on('resync', () => load());
     ctx.on('hub', (online) => online && load());
