@@ -325,8 +325,10 @@ impl Notifier {
         .await
         .map_err(|e| NotifyError::Task(e.to_string()))??;
         if marked > 0 {
-            self.events
-                .publish(json!({ "type": "notifications_read", "marked": marked }), None);
+            self.events.publish(
+                json!({ "type": "notifications_read", "marked": marked }),
+                None,
+            );
         }
         Ok((marked, unread))
     }

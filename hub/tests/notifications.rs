@@ -376,11 +376,19 @@ async fn notification_events_reach_only_devices_whose_scope_reaches_them() {
     h.notify("hub-wide", None).await;
     h.notify("in child", Some(clients)).await;
     // Marking read tells other UIs to recount, naming nothing: full devices only.
-    let (_, v) = h.owner("POST", "/notifications/read", Some(json!({ "all": true }))).await;
+    let (_, v) = h
+        .owner("POST", "/notifications/read", Some(json!({ "all": true })))
+        .await;
     assert_eq!(v["marked"], 4, "{v}");
-    let (_, v) = h.owner("POST", "/notifications/read", Some(json!({ "all": true }))).await;
+    let (_, v) = h
+        .owner("POST", "/notifications/read", Some(json!({ "all": true })))
+        .await;
     assert_eq!(v["marked"], 0, "nothing left, no second event: {v}");
-    let recounts = |seen: &[Value]| seen.iter().filter(|e| e["type"] == "notifications_read").count();
+    let recounts = |seen: &[Value]| {
+        seen.iter()
+            .filter(|e| e["type"] == "notifications_read")
+            .count()
+    };
     let notified = |seen: &[Value]| -> Vec<String> {
         seen.iter()
             .filter(|e| e["type"] == "notification")

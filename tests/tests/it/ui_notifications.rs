@@ -123,7 +123,8 @@ impl Asker {
         .to_string();
         let (hub, token) = (self.hub, self.token.clone());
         self.turns.push(std::thread::spawn(move || {
-            let (status, text) = http_request(hub, Some(&token), "POST", "/api/v1/chat", Some(&body))?;
+            let (status, text) =
+                http_request(hub, Some(&token), "POST", "/api/v1/chat", Some(&body))?;
             anyhow::ensure!(status == 200, "the turn: {status} {text}");
             Ok(())
         }));
@@ -151,7 +152,10 @@ fn dechunk(raw: &str) -> anyhow::Result<String> {
 
 /// The titles of the hub's notes.
 fn note_titles(lab: &UiLab) -> anyhow::Result<Vec<String>> {
-    let notes = ok_json("notes", lab.hub_api("GET", "/api/v1/notes?limit=200", None)?)?;
+    let notes = ok_json(
+        "notes",
+        lab.hub_api("GET", "/api/v1/notes?limit=200", None)?,
+    )?;
     Ok(notes["data"]
         .as_array()
         .map(|a| {
@@ -163,8 +167,7 @@ fn note_titles(lab: &UiLab) -> anyhow::Result<Vec<String>> {
 }
 
 #[test]
-fn notifications_arrive_are_listed_decided_and_kept_quiet_in_the_browser() -> anyhow::Result<()>
-{
+fn notifications_arrive_are_listed_decided_and_kept_quiet_in_the_browser() -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -221,7 +224,10 @@ fn notifications_arrive_are_listed_decided_and_kept_quiet_in_the_browser() -> an
     anyhow::ensure!(page["unread"] == 0, "nothing unread: {page}");
     let titles = note_titles(&lab)?;
     for made in ["Groceries", "From the laptop", "Quiet one"] {
-        anyhow::ensure!(titles.iter().any(|t| t == made), "{made} was approved: {titles:?}");
+        anyhow::ensure!(
+            titles.iter().any(|t| t == made),
+            "{made} was approved: {titles:?}"
+        );
     }
     anyhow::ensure!(
         !titles.iter().any(|t| t == "Lemons"),
@@ -280,7 +286,10 @@ fn a_laptops_event_socket_carries_the_hubs_notifications() -> anyhow::Result<()>
     anyhow::ensure!(
         event["kind"] == "approval_waiting"
             && event["title"] == "Approval needed: notes_create"
-            && event["body"].as_str().unwrap_or("").contains("Seen from the laptop")
+            && event["body"]
+                .as_str()
+                .unwrap_or("")
+                .contains("Seen from the laptop")
             && event["refs"]["conversation"] == "schedule-daily-1"
             && event["hub_seq"].is_u64(),
         "the hub's notification, renumbered by the laptop: {event}"
