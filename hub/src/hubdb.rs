@@ -303,6 +303,7 @@ CREATE TABLE notifications (
   created_at INTEGER NOT NULL,
   read_at INTEGER
 );
+CREATE INDEX notifications_unread ON notifications (id) WHERE read_at IS NULL;
 CREATE TABLE channel_chats (
   channel TEXT NOT NULL,
   chat TEXT NOT NULL,

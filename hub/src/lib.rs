@@ -34,7 +34,8 @@
 //! - [`computer`]: the built-in computer plugin (project files, terminal, web fetch);
 //! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest;
 //! - [`scheduler`]: schedules, their runs, tasks' agent jobs and reminders;
-//! - [`notify`]: notifications (kept, published, handed to channels);
+//! - [`notify`]: notifications (kept, published, handed to channels, quiet in quiet
+//!   hours), the approvals scheduled runs wait for, and the read side the API lists;
 //! - [`channels`]: the interface message channels (Telegram) implement.
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
@@ -430,6 +431,8 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     }
     // Started last, once nothing above can fail (its relays hold the stream).
     events.start(store.clone(), registry.clone());
+    // Approvals a scheduled run waits for reach the owner as notifications.
+    notifier.follow_agent(chat.agent.subscribe());
     tracing::info!(%id, ?sync_addrs, ?http_addr, relay = %settings.net.relay, "hub started");
     tracing::info!("{}", settings::away_from_home_notice(&settings.net.relay));
     Ok(Hub {

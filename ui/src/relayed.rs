@@ -3,8 +3,8 @@
 //! these, paths relative to the API root).
 //!
 //! Relayed: chat, approvals, conversation history, usage, the audit log, settings
-//! (runtime settings, provider keys, per-project tools and secrets), devices, and the
-//! event stream. Never relayed: `/auth/*` (the owner's browser sessions belong to one
+//! (runtime settings, provider keys, per-project tools and secrets), devices,
+//! notifications, and the event stream. Never relayed: `/auth/*` (the owner's browser sessions belong to one
 //! host) and the document routes (a node serves those from its own replica).
 //!
 //! This table says only *what* may travel. Who may use which route is the hub's decision
@@ -170,6 +170,18 @@ pub const RELAYED: &[RelayedRoute] = &[
         &[],
     ),
     fwd(Verb::Delete, "/devices/{id}", "Revoke a device", &[]),
+    fwd(
+        Verb::Get,
+        "/notifications",
+        "List notifications, newest first, with the unread count",
+        &["unread", "limit", "offset"],
+    ),
+    fwd(
+        Verb::Post,
+        "/notifications/read",
+        "Mark notifications read ({ids} or {all: true})",
+        &[],
+    ),
     RelayedRoute {
         verb: Verb::Get,
         path: "/events",

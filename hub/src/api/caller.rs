@@ -15,7 +15,7 @@
 //!   marked as admin (`admin_required`);
 //! - per object, [`Caller`]'s methods, called by the handlers: a scoped device reaches
 //!   only the projects of its subtree (chat, abort, conversations and messages,
-//!   approvals, usage). A project outside it is `out_of_scope` whether or not it exists,
+//!   approvals, usage, notifications — one tied to no project is the full devices'). A project outside it is `out_of_scope` whether or not it exists,
 //!   so a scoped device learns nothing about the rest; an approval outside it is not
 //!   found.
 //!
@@ -94,6 +94,8 @@ pub fn route_rule(route: &RelayedRoute) -> Option<Rule> {
         | (Get, "/projects/{project}/conversations/{conversation}/messages")
         | (Patch, "/projects/{project}/conversations/{conversation}")
         | (Get, "/usage")
+        | (Get, "/notifications")
+        | (Post, "/notifications/read")
         | (Get, "/events") => Rule::AnyDevice,
         (Get, "/audit")
         | (Get, "/settings")
@@ -301,6 +303,8 @@ mod tests {
             (Verb::Post, "/approvals/x"),
             (Verb::Get, "/projects/p/conversations"),
             (Verb::Get, "/usage"),
+            (Verb::Get, "/notifications"),
+            (Verb::Post, "/notifications/read"),
             (Verb::Get, "/events"),
         ] {
             assert_eq!(

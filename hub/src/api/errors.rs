@@ -95,3 +95,16 @@ impl From<PluginError> for ApiError {
         }
     }
 }
+
+impl From<crate::notify::NotifyError> for ApiError {
+    fn from(e: crate::notify::NotifyError) -> Self {
+        match e {
+            crate::notify::NotifyError::ShuttingDown => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the hub is shutting down",
+            ),
+            other => ApiError::internal(other),
+        }
+    }
+}

@@ -5,7 +5,8 @@
 //!
 //! Architecture Invariant: this module holds routes and DTOs only, no business logic.
 //! A handler parses its input, calls one domain service (the document store, the device
-//! registry, the chat service, owner sessions, runtime settings, plugins) and shapes the answer;
+//! registry, the chat service, owner sessions, runtime settings, plugins, notifications)
+//! and shapes the answer;
 //! every domain error maps into [`ApiError`] (see `errors.rs`). rusqlite work runs in
 //! `spawn_blocking`; no handler holds a lock across an `.await`.
 //!
@@ -28,6 +29,7 @@ mod chat;
 mod devices;
 mod errors;
 pub mod guard;
+mod notifications;
 mod plugins;
 mod records;
 mod settings;
@@ -92,6 +94,7 @@ pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
         .merge(chat::routes())
         .merge(settings::routes())
         .merge(plugins::routes())
+        .merge(notifications::routes())
         .merge(hearth_ui::events::socket::routes(
             state.chat.events.ring().clone(),
             Server::Hub,

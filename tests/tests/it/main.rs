@@ -24,6 +24,7 @@ mod replication;
 mod scope;
 mod tidy;
 mod ui_chat;
+mod ui_notifications;
 mod ui_offline;
 mod ui_pages;
 mod ui_pairing;

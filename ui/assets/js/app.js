@@ -11,6 +11,7 @@
 import * as api from './api.js';
 import { h, replace, ago } from './dom.js';
 import { projectTree } from './projects.js';
+import { notificationBell } from './notify/bell.js';
 
 /** The pages, in the side bar's order. `hub: true`: served by the hub (a node relays it). */
 export const PAGES = [
@@ -25,6 +26,7 @@ export const PAGES = [
   { path: 'devices', title: 'Devices', key: 'd', hub: true },
   { path: 'usage', title: 'Usage', key: 'u', hub: true },
   { path: 'audit', title: 'Audit log', key: 'a', hub: true },
+  { path: 'notifications', title: 'Notifications', key: 'i', hub: true },
 ];
 
 const PROJECT_KEY = 'hearth.project';
@@ -121,6 +123,7 @@ const topbar = h('header', { class: 'topbar' });
 const banner = h('div', { class: 'banner', role: 'alert', hidden: true });
 const sidebar = h('nav', { class: 'sidebar', id: 'sidebar', 'aria-label': 'Projects and pages' });
 const main = h('main', { id: 'main', tabindex: '-1' });
+const bell = notificationBell({ toast });
 
 function renderTopbar() {
   const s = state.server;
@@ -153,6 +156,7 @@ function renderTopbar() {
     h('span', { class: 'server-kind' }, s.kind === 'node' ? 'laptop' : 'hub'),
     h('span', { class: 'spacer' }),
     ...status,
+    bell.el,
   );
   const offline = s.kind === 'node' && s.status && !s.status.online;
   banner.hidden = !offline;
@@ -415,6 +419,7 @@ async function start() {
     });
     statusTimer = setInterval(refreshStatus, 3000);
   }
+  bell.start();
   api.events.start();
   addEventListener('hashchange', route);
   addEventListener('keydown', onKey);
