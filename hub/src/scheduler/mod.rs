@@ -3,10 +3,13 @@
 //! task's agent job is a schedule that follows its task; reminders for people's tasks.
 //!
 //! - [`store`]: `ScheduleStore`, plain persistence of schedules, runs and reminders.
+//! - [`timing`]: pure due-time arithmetic (specs, zones, daylight saving) and the
+//!   missed-run planner.
 //!
 //! Never writes a task document for a run: run state stays on the hub.
 
 pub mod store;
+pub mod timing;
 
 pub use store::{
     MissedPolicy, NewSchedule, Run, RunEnd, RunReason, RunStatus, Schedule, ScheduleError,
