@@ -119,6 +119,9 @@ pub enum HubError {
     /// The notifications could not be opened.
     #[error(transparent)]
     Notify(#[from] notify::NotifyError),
+    /// The schedules could not be opened.
+    #[error(transparent)]
+    Schedule(#[from] scheduler::ScheduleError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -148,6 +151,8 @@ pub struct Hub {
     chat: Arc<chat::ChatService>,
     events: Arc<events::EventHub>,
     notifier: Arc<notify::Notifier>,
+    task_jobs: scheduler::tasks::TaskJobs,
+    reminders: scheduler::reminders::TaskReminders,
     plugins: Arc<plugins::Plugins>,
     computer: Arc<computer::Computer>,
     http: Option<(
@@ -402,6 +407,20 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         plugin_deps,
         plugin_store,
     );
+    // Tasks' agent jobs and people's reminders, from the store's change feed.
+    let task_schedules = Arc::new(scheduler::ScheduleStore::open(&hub_db)?);
+    let task_jobs = scheduler::tasks::TaskFollower::new(
+        store.clone(),
+        task_schedules.clone(),
+        runtime.clone(),
+        general,
+    );
+    let reminders = scheduler::reminders::Reminders::new(
+        store.clone(),
+        task_schedules,
+        runtime.clone(),
+        notifier.clone(),
+    );
     let state = api::ApiState {
         store: store.clone(),
         registry: registry.clone(),
@@ -430,6 +449,8 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     }
     // Started last, once nothing above can fail (its relays hold the stream).
     events.start(store.clone(), registry.clone());
+    let task_jobs = scheduler::tasks::TaskJobs::start(task_jobs);
+    let reminders = scheduler::reminders::TaskReminders::start(reminders);
     tracing::info!(%id, ?sync_addrs, ?http_addr, relay = %settings.net.relay, "hub started");
     tracing::info!("{}", settings::away_from_home_notice(&settings.net.relay));
     Ok(Hub {
@@ -441,6 +462,8 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         chat,
         events,
         notifier,
+        task_jobs,
+        reminders,
         plugins,
         computer,
         http,
@@ -479,6 +502,8 @@ impl Hub {
             task
         });
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
+        self.task_jobs.shutdown().await;
+        self.reminders.shutdown().await;
         // After the turns: no tool call is left waiting on a server.
         self.plugins.shutdown().await;
         self.notifier.shutdown().await;

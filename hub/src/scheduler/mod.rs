@@ -5,10 +5,14 @@
 //! - [`store`]: `ScheduleStore`, plain persistence of schedules, runs and reminders.
 //! - [`timing`]: pure due-time arithmetic (specs, zones, daylight saving) and the
 //!   missed-run planner.
+//! - [`tasks`]: a task's agent job, the schedule `task-<id>` kept equal to its task.
+//! - [`reminders`]: one `TaskDue` notification when a person's task falls due.
 //!
 //! Never writes a task document for a run: run state stays on the hub.
 
+pub mod reminders;
 pub mod store;
+pub mod tasks;
 pub mod timing;
 
 pub use store::{
