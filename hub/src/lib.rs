@@ -119,6 +119,9 @@ pub enum HubError {
     /// The notifications could not be opened.
     #[error(transparent)]
     Notify(#[from] notify::NotifyError),
+    /// The schedules could not be opened.
+    #[error(transparent)]
+    Schedule(#[from] scheduler::ScheduleError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -149,6 +152,7 @@ pub struct Hub {
     events: Arc<events::EventHub>,
     notifier: Arc<notify::Notifier>,
     plugins: Arc<plugins::Plugins>,
+    scheduler: Arc<scheduler::Scheduler>,
     computer: Arc<computer::Computer>,
     http: Option<(
         tokio::sync::oneshot::Sender<()>,
@@ -359,6 +363,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         general,
         events.clone(),
     ));
+    let schedules = Arc::new(scheduler::ScheduleStore::open(&hub_db)?);
     tracing::debug!(%general, "general project ready");
     // The owner's credential for the API: created at first start, read by the CLI.
     let token = owner::OwnerToken::load_or_create(&settings.home)?;
@@ -402,6 +407,20 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         plugin_deps,
         plugin_store,
     );
+    // Like the plugins: started once the hub is ready, never delaying it.
+    let scheduler = scheduler::Scheduler::start(
+        scheduler::SchedulerDeps {
+            store: schedules,
+            runtime: runtime.clone(),
+            agent: chat.agent.clone(),
+            secrets: chat.secrets.clone(),
+            urls: chat.urls.clone(),
+            notifier: notifier.clone(),
+            projects_dir: Some(chat.projects_dir.clone()),
+            clock: Arc::new(scheduler::SystemClock),
+        },
+        scheduler::SchedulerConfig::default(),
+    );
     let state = api::ApiState {
         store: store.clone(),
         registry: registry.clone(),
@@ -411,6 +430,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         access,
         plugins: plugins.clone(),
         notifier: notifier.clone(),
+        scheduler: scheduler.clone(),
     };
     rpc.serve(state.clone());
     if let Some(listener) = listener {
@@ -442,6 +462,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         events,
         notifier,
         plugins,
+        scheduler,
         computer,
         http,
         advertiser,
@@ -464,7 +485,8 @@ impl Hub {
         self.shutdown().await;
     }
 
-    /// Shuts down in order: the HTTP server stops accepting; chat turns are stopped
+    /// Shuts down in order: the HTTP server stops accepting; the scheduler stops (no run
+    /// starts, its runs are stopped and joined); chat turns are stopped
     /// (their streams end, so the server's open responses finish); the plugins' servers
     /// and the computer plugin's background processes are stopped (their process groups
     /// killed); the server drains; the iroh router
@@ -478,6 +500,9 @@ impl Hub {
             let _ = tx.send(());
             task
         });
+        // Before the chat service stops the agent: scheduled runs end as `aborted`
+        // through the scheduler (recorded, not notified as failures) and none starts.
+        self.scheduler.shutdown().await;
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
         // After the turns: no tool call is left waiting on a server.
         self.plugins.shutdown().await;
