@@ -154,6 +154,7 @@ pub struct Hub {
     task_jobs: scheduler::tasks::TaskJobs,
     reminders: scheduler::reminders::TaskReminders,
     plugins: Arc<plugins::Plugins>,
+    scheduler: Arc<scheduler::Scheduler>,
     computer: Arc<computer::Computer>,
     http: Option<(
         tokio::sync::oneshot::Sender<()>,
@@ -364,6 +365,9 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         general,
         events.clone(),
     ));
+    let schedules = Arc::new(scheduler::ScheduleStore::open(&hub_db)?);
+    // Its own connection: the scheduler's data_version poll sees its writes too.
+    let task_schedules = Arc::new(scheduler::ScheduleStore::open(&hub_db)?);
     tracing::debug!(%general, "general project ready");
     // The owner's credential for the API: created at first start, read by the CLI.
     let token = owner::OwnerToken::load_or_create(&settings.home)?;
@@ -407,14 +411,28 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         plugin_deps,
         plugin_store,
     );
+    // Like the plugins: started once the hub is ready, never delaying it.
+    let scheduler = scheduler::Scheduler::start(
+        scheduler::SchedulerDeps {
+            store: schedules,
+            runtime: runtime.clone(),
+            agent: chat.agent.clone(),
+            secrets: chat.secrets.clone(),
+            urls: chat.urls.clone(),
+            notifier: notifier.clone(),
+            projects_dir: Some(chat.projects_dir.clone()),
+            clock: Arc::new(scheduler::SystemClock),
+        },
+        scheduler::SchedulerConfig::default(),
+    );
     // Tasks' agent jobs and people's reminders, from the store's change feed.
-    let task_schedules = Arc::new(scheduler::ScheduleStore::open(&hub_db)?);
     let task_jobs = scheduler::tasks::TaskFollower::new(
         store.clone(),
         task_schedules.clone(),
         runtime.clone(),
         general,
-    );
+    )
+    .nudging(scheduler.clone());
     let reminders = scheduler::reminders::Reminders::new(
         store.clone(),
         task_schedules,
@@ -430,6 +448,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         access,
         plugins: plugins.clone(),
         notifier: notifier.clone(),
+        scheduler: scheduler.clone(),
     };
     rpc.serve(state.clone());
     if let Some(listener) = listener {
@@ -465,6 +484,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         task_jobs,
         reminders,
         plugins,
+        scheduler,
         computer,
         http,
         advertiser,
@@ -487,7 +507,8 @@ impl Hub {
         self.shutdown().await;
     }
 
-    /// Shuts down in order: the HTTP server stops accepting; chat turns are stopped
+    /// Shuts down in order: the HTTP server stops accepting; the scheduler stops (no run
+    /// starts, its runs are stopped and joined); chat turns are stopped
     /// (their streams end, so the server's open responses finish); the plugins' servers
     /// and the computer plugin's background processes are stopped (their process groups
     /// killed); the server drains; the iroh router
@@ -501,6 +522,9 @@ impl Hub {
             let _ = tx.send(());
             task
         });
+        // Before the chat service stops the agent: scheduled runs end as `aborted`
+        // through the scheduler (recorded, not notified as failures) and none starts.
+        self.scheduler.shutdown().await;
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
         self.task_jobs.shutdown().await;
         self.reminders.shutdown().await;

@@ -65,6 +65,8 @@ pub struct ApiState {
     pub plugins: Arc<crate::plugins::Plugins>,
     /// Notifications: kept, published, handed to channels.
     pub notifier: Arc<crate::notify::Notifier>,
+    /// Schedules: their store and the running scheduler.
+    pub scheduler: Arc<crate::scheduler::Scheduler>,
 }
 
 /// Where the OpenAPI document is served, relative to the API root.

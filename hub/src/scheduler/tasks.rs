@@ -149,6 +149,9 @@ pub struct TaskFollower {
     schedules: Arc<ScheduleStore>,
     runtime: Arc<RuntimeStore>,
     general: DocId,
+    /// Told after each change, so a new due time counts at once rather than at the
+    /// scheduler's next poll.
+    scheduler: Option<Arc<super::Scheduler>>,
     /// The due each followed task had when last seen: a due cleared or changed
     /// re-anchors its schedule. Empty after a restart, when a due-based anchor is
     /// checked against the due itself instead.
@@ -169,8 +172,15 @@ impl TaskFollower {
             schedules,
             runtime,
             general,
+            scheduler: None,
             seen_due: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Nudges `scheduler` after each change it writes.
+    pub fn nudging(mut self, scheduler: Arc<super::Scheduler>) -> Self {
+        self.scheduler = Some(scheduler);
+        self
     }
 
     fn hub_zone(&self) -> Result<Tz, TaskJobError> {
@@ -445,6 +455,9 @@ async fn follow(
             Wake::Tick => Ok(Ok(())),
             Wake::Stop => return,
         };
+        if let Some(s) = &follower.scheduler {
+            s.nudge();
+        }
         match done {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot follow a task's agent job"),
