@@ -5,9 +5,9 @@
 //!
 //! Architecture Invariant: this module holds routes and DTOs only, no business logic.
 //! A handler parses its input, calls one domain service (the document store, the device
-//! registry, the chat service, owner sessions, runtime settings, plugins) and shapes the answer;
-//! every domain error maps into [`ApiError`] (see `errors.rs`). rusqlite work runs in
-//! `spawn_blocking`; no handler holds a lock across an `.await`.
+//! registry, the chat service, owner sessions, runtime settings, plugins, the scheduler)
+//! and shapes the answer; every domain error maps into [`ApiError`] (see `errors.rs`).
+//! rusqlite work runs in `spawn_blocking`; no handler holds a lock across an `.await`.
 //!
 //! Architecture Invariant: every route but `GET /api/v1/health` and the login link's
 //! `GET /api/v1/auth/login` needs the owner's credential (or is a route of the relay
@@ -30,6 +30,7 @@ mod errors;
 pub mod guard;
 mod plugins;
 mod records;
+mod schedules;
 mod settings;
 
 use std::sync::{Arc, OnceLock};
@@ -94,6 +95,7 @@ pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
         .merge(chat::routes())
         .merge(settings::routes())
         .merge(plugins::routes())
+        .merge(schedules::routes())
         .merge(hearth_ui::events::socket::routes(
             state.chat.events.ring().clone(),
             Server::Hub,

@@ -29,7 +29,9 @@ use tokio::{
 };
 
 use super::{
-    store::{Run, RunEnd, RunReason, RunStatus, Schedule, ScheduleError, ScheduleStore},
+    store::{
+        Run, RunEnd, RunReason, RunStatus, Schedule, ScheduleError, SchedulePatch, ScheduleStore,
+    },
     timing::{self, PlannedRun, When},
 };
 use crate::{
@@ -563,6 +565,39 @@ impl Driver {
         }
         self.runs.shutdown().await;
     }
+}
+
+/// The change that resumes `schedule` at `now`: unpaused, due at its first due time
+/// after now (an interval stays on its anchor's grid; what fell due while it was paused
+/// does not run).
+pub fn resume_patch(
+    schedule: &Schedule,
+    hub_tz: Tz,
+    now: i64,
+) -> Result<SchedulePatch, ScheduleError> {
+    let when = When::parse(schedule.kind, &schedule.spec)?;
+    let tz = timing::zone(&schedule.tz, hub_tz)?;
+    let anchor = schedule.anchor.unwrap_or(now);
+    Ok(SchedulePatch {
+        paused: Some(false),
+        next_due: Some(when.next_after(tz, anchor, now)),
+        ..SchedulePatch::default()
+    })
+}
+
+/// Checks a schedule's `model`: `provider/model` with a provider the hub knows.
+pub fn check_model(model: &str) -> Result<(), ScheduleError> {
+    let m: ModelRef = model.parse().map_err(|e| {
+        ScheduleError::Invalid(format!("model {model:?} is not provider/model: {e}"))
+    })?;
+    if !crate::chat::PROVIDERS.contains(&m.provider.as_str()) {
+        return Err(ScheduleError::Invalid(format!(
+            "model {model:?}: unknown provider {:?} (use {})",
+            m.provider,
+            crate::chat::PROVIDERS.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// The model a schedule asks for, with its provider's client (blocking: reads the

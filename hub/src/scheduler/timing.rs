@@ -430,6 +430,24 @@ pub fn zone(schedule_tz: &str, hub: Tz) -> Result<Tz, ScheduleError> {
     })
 }
 
+/// Where a new (or re-timed) schedule starts at `now`: its anchor (an interval's first
+/// due time, which later ones count from; `None` for the other kinds) and its first due
+/// time. A one-shot time already past is refused.
+pub fn first_due(when: &When, tz: Tz, now: i64) -> Result<(Option<i64>, i64), ScheduleError> {
+    let first = when.next_after(tz, now, now);
+    match (when, first) {
+        (When::Interval(_), Some(first)) => Ok((Some(first), first)),
+        (_, Some(first)) => Ok((None, first)),
+        (When::Once(_), None) => Err(ScheduleError::Invalid(format!(
+            "that time is in the past ({}, {tz})",
+            when.describe(tz)
+        ))),
+        (_, None) => Err(ScheduleError::Invalid(
+            "this schedule never falls due".into(),
+        )),
+    }
+}
+
 /// A task's due value (`YYYY-MM-DD` = 09:00, or `YYYY-MM-DDTHH:MM[:SS]`) as an instant in `tz`.
 pub fn due_instant(due: &str, tz: Tz) -> Option<i64> {
     let due = due.trim();
@@ -794,6 +812,26 @@ mod tests {
             when(ScheduleKind::Cron, "*/15 * * * *").describe(Tz::UTC),
             "cron */15 * * * * (UTC)"
         );
+    }
+
+    #[test]
+    fn a_schedule_starts_at_its_first_due_time() {
+        let now = utc(2026, 5, 1, 10, 0);
+        let hourly = when(ScheduleKind::Interval, "1h");
+        assert_eq!(
+            first_due(&hourly, Tz::UTC, now).expect("interval"),
+            (Some(now + HOUR_MS), now + HOUR_MS)
+        );
+        let nine = when(ScheduleKind::Cron, "0 9 * * *");
+        assert_eq!(
+            first_due(&nine, Paris, now).expect("cron"),
+            (None, at(Paris, 2026, 5, 2, 9, 0))
+        );
+        let past = when(ScheduleKind::Once, "2026-04-01T09:00");
+        match first_due(&past, Paris, now) {
+            Err(ScheduleError::Invalid(m)) => assert!(m.contains("in the past"), "{m}"),
+            other => panic!("accepted: {other:?}"),
+        }
     }
 
     #[test]
