@@ -190,6 +190,12 @@ pub const RELAYED: &[RelayedRoute] = &[
     fwd(Verb::Post, "/schedules/{id}/run", "Run a schedule now", &[]),
     fwd(Verb::Get, "/schedules/{id}/runs", "A schedule's runs", PAGE),
     fwd(Verb::Get, "/runs/{id}", "Read a scheduled run", &[]),
+    fwd(
+        Verb::Post,
+        "/schedules/preview",
+        "Say a schedule's timing in words, without saving it",
+        &[],
+    ),
     RelayedRoute {
         verb: Verb::Get,
         path: "/events",

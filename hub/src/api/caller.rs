@@ -97,6 +97,7 @@ pub fn route_rule(route: &RelayedRoute) -> Option<Rule> {
         | (Get, "/schedules")
         | (Get, "/schedules/{id}")
         | (Get, "/schedules/{id}/runs")
+        | (Post, "/schedules/preview")
         | (Get, "/runs/{id}")
         | (Get, "/events") => Rule::AnyDevice,
         (Get, "/audit")

@@ -30,6 +30,7 @@ mod errors;
 pub mod guard;
 mod plugins;
 mod records;
+mod schedule_preview;
 mod schedules;
 mod settings;
 
@@ -96,6 +97,7 @@ pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
         .merge(settings::routes())
         .merge(plugins::routes())
         .merge(schedules::routes())
+        .merge(schedule_preview::routes())
         .merge(hearth_ui::events::socket::routes(
             state.chat.events.ring().clone(),
             Server::Hub,

@@ -31,6 +31,7 @@ mod ui_pairing;
 mod ui_plugins;
 mod ui_records;
 mod ui_sanitize;
+mod ui_schedules;
 mod ui_scope;
 mod ui_typing;
 mod ui_unit;

@@ -110,7 +110,10 @@ async fn a_task_job_edited_on_a_node_is_rescheduled_on_the_hub() -> anyhow::Resu
         Some(json!({"interval": "2d"})),
     )
     .await?;
-    let rows = schedules_until(&hub, &task, |r| r.first().is_some_and(|s| s["spec"] == "2d")).await?;
+    let rows = schedules_until(&hub, &task, |r| {
+        r.first().is_some_and(|s| s["spec"] == "2d")
+    })
+    .await?;
     let next = rows[0]["next_due"].as_i64().unwrap_or_default();
     assert!(
         next >= before + 2 * DAY && next <= now_ms() + 2 * DAY,
@@ -158,6 +161,9 @@ async fn a_task_job_edited_on_a_node_is_rescheduled_on_the_hub() -> anyhow::Resu
     let next = hearth_sync::entity::next_due(Some("2020-01-01"), "3d", &today);
     assert_eq!(out.trim(), format!("done {plants}, next due {next}"));
     let read = api.call("GET", &format!("/tasks/{plants}"), None).await?;
-    assert_eq!((read["status"].as_str(), read["due"].as_str()), (Some("recurring"), Some(next.as_str())));
+    assert_eq!(
+        (read["status"].as_str(), read["due"].as_str()),
+        (Some("recurring"), Some(next.as_str()))
+    );
     Ok(())
 }

@@ -148,16 +148,25 @@ function listOf(ctx, schedules, last) {
             ),
             s.task ? h('span', { class: 'pill muted', 'data-test': 'schedule-task', title: 'A task’s agent job' }, 'task') : null,
             s.paused ? h('span', { class: 'pill warn', 'data-test': 'schedule-paused' }, 'paused') : null,
-            last[i] ? h('span', { 'data-test': 'schedule-last', title: `Last run ${ago(last[i].started_at)}` }, runPill(last[i])) : null,
+            ctx.project ? null : h('span', { class: 'meta schedule-project' }, projectName(ctx.projects, s.project)),
           ),
           h(
             'div',
             { class: 'meta schedule-meta' },
             h('span', { 'data-test': 'schedule-describe' }, s.describe),
-            h('span', null, ' · next: '),
+            h('span', null, ' · next '),
             h('span', { 'data-test': 'schedule-next' }, nextText(s)),
-            ctx.project ? null : h('span', null, ` · ${projectName(ctx.projects, s.project)}`),
           ),
+          last[i]
+            ? h(
+                'div',
+                { class: 'meta schedule-last', 'data-test': 'schedule-last' },
+                'Last run ',
+                ago(last[i].started_at),
+                ' ',
+                runPill(last[i]),
+              )
+            : null,
         ),
       ),
     ),
@@ -208,7 +217,7 @@ async function editView(el, ctx, id) {
 async function detailView(el, ctx, id, poll) {
   const path = `/schedules/${encodeURIComponent(id)}`;
   const card = h('article', { class: 'card schedule-detail', 'data-test': 'schedule-detail', dataset: { id } });
-  const runsBox = h('section', { class: 'schedule-runs', 'data-test': 'schedule-runs' });
+  const runsBox = h('section', { class: 'card schedule-runs', 'data-test': 'schedule-runs' });
   replace(el, h('p', { class: 'back-link' }, h('a', { href: '#/schedules' }, '← Schedules')), card, runsBox);
   let shown = RUNS_PAGE;
   let token = 0;

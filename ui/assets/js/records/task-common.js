@@ -7,7 +7,7 @@
 // "done" means for a recurring task itself, nor keep a task past the draw it came with.
 //
 // data-test: "task-done" (the checkbox), "task-due" (class "overdue" when late),
-// "task-repeat".
+// "task-repeat" (says "agent" for an agent job).
 
 import * as api from '../api.js';
 import { h } from '../dom.js';
@@ -71,10 +71,10 @@ export function doneBox(task, ctx, after) {
   return box;
 }
 
-/** "↻ every 3 days" for a repeating task, or null. */
+/** "↻ every 3 days" for a repeating task ("↻ agent · every 6 hours" for an agent job), or null. */
 export function repeatLabel(task) {
   if (task.status !== 'recurring') return null;
-  const every = intervalText(task.interval);
+  const every = [task.agent_job ? 'agent' : null, intervalText(task.interval)].filter(Boolean).join(' · ');
   return h(
     'span',
     { class: 'task-repeat', title: every ? `Repeats ${every}` : 'Repeats', 'data-test': 'task-repeat' },

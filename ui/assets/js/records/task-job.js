@@ -38,10 +38,11 @@ export function taskJob(ctx, editor, patch) {
     'data-test': 'task-agent-job',
     onchange: () => patch({ agent_job: toggle.checked }),
   });
+  const toggleWord = h('span', null, 'Off');
   const toggleBox = h(
     'div',
     { class: 'task-job-toggle' },
-    h('label', { class: 'switch' }, toggle, h('span', null, 'Agent job')),
+    h('label', { class: 'switch', 'aria-label': 'Agent job' }, toggle, toggleWord),
     h('small', { class: 'muted rec-hint', id: 'task-agent-job-means' }, AGENT_JOB_MEANS),
   );
 
@@ -168,6 +169,7 @@ export function taskJob(ctx, editor, patch) {
     /** Shows the task as it now is. */
     update(t) {
       toggle.checked = Boolean(t.agent_job);
+      toggleWord.textContent = t.agent_job ? 'On: the agent does it' : 'Off';
       panel.hidden = !t.agent_job;
       load();
     },
