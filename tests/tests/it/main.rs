@@ -21,6 +21,7 @@ mod plugins_sandbox;
 mod relay;
 mod relay_access;
 mod replication;
+mod schedules;
 mod scope;
 mod tidy;
 mod ui_chat;
