@@ -148,7 +148,8 @@ pub async fn run(home: &Path, cmd: SchedulesCommand) -> anyhow::Result<()> {
     if let SchedulesCommand::RunNow { id } = cmd {
         let store = ScheduleStore::open(&hub_db).context("opening the schedules")?;
         let s = find(&store, &id)?;
-        let hub = crate::hub_client::HubClient::connect(home)?;
+        let hub = crate::hub_client::HubClient::connect(home)
+            .context("run-now goes through the running hub")?;
         let answer: serde_json::Value = hub
             .post(&format!("/schedules/{}/run", s.id), &serde_json::json!({}))
             .await

@@ -21,6 +21,7 @@ mod plugins_sandbox;
 mod relay;
 mod relay_access;
 mod replication;
+mod schedules;
 mod scope;
 mod task_jobs;
 mod tidy;
