@@ -120,6 +120,9 @@ pub enum HubError {
     /// The notifications could not be opened.
     #[error(transparent)]
     Notify(#[from] notify::NotifyError),
+    /// The schedules could not be opened.
+    #[error(transparent)]
+    Schedule(#[from] scheduler::ScheduleError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -149,7 +152,10 @@ pub struct Hub {
     chat: Arc<chat::ChatService>,
     events: Arc<events::EventHub>,
     notifier: Arc<notify::Notifier>,
+    task_jobs: scheduler::tasks::TaskJobs,
+    reminders: scheduler::reminders::TaskReminders,
     plugins: Arc<plugins::Plugins>,
+    scheduler: Arc<scheduler::Scheduler>,
     computer: Arc<computer::Computer>,
     http: Option<(
         tokio::sync::oneshot::Sender<()>,
@@ -360,6 +366,9 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         general,
         events.clone(),
     ));
+    let schedules = Arc::new(scheduler::ScheduleStore::open(&hub_db)?);
+    // Its own connection: the scheduler's data_version poll sees its writes too.
+    let task_schedules = Arc::new(scheduler::ScheduleStore::open(&hub_db)?);
     tracing::debug!(%general, "general project ready");
     // The owner's credential for the API: created at first start, read by the CLI.
     let token = owner::OwnerToken::load_or_create(&settings.home)?;
@@ -403,6 +412,34 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         plugin_deps,
         plugin_store,
     );
+    // Like the plugins: started once the hub is ready, never delaying it.
+    let scheduler = scheduler::Scheduler::start(
+        scheduler::SchedulerDeps {
+            store: schedules,
+            runtime: runtime.clone(),
+            agent: chat.agent.clone(),
+            secrets: chat.secrets.clone(),
+            urls: chat.urls.clone(),
+            notifier: notifier.clone(),
+            projects_dir: Some(chat.projects_dir.clone()),
+            clock: Arc::new(scheduler::SystemClock),
+        },
+        scheduler::SchedulerConfig::default(),
+    );
+    // Tasks' agent jobs and people's reminders, from the store's change feed.
+    let task_jobs = scheduler::tasks::TaskFollower::new(
+        store.clone(),
+        task_schedules.clone(),
+        runtime.clone(),
+        general,
+    )
+    .nudging(scheduler.clone());
+    let reminders = scheduler::reminders::Reminders::new(
+        store.clone(),
+        task_schedules,
+        runtime.clone(),
+        notifier.clone(),
+    );
     let state = api::ApiState {
         store: store.clone(),
         registry: registry.clone(),
@@ -412,6 +449,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         access,
         plugins: plugins.clone(),
         notifier: notifier.clone(),
+        scheduler: scheduler.clone(),
     };
     rpc.serve(state.clone());
     if let Some(listener) = listener {
@@ -433,6 +471,8 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     events.start(store.clone(), registry.clone());
     // Approvals a scheduled run waits for reach the owner as notifications.
     notifier.follow_agent(chat.agent.subscribe());
+    let task_jobs = scheduler::tasks::TaskJobs::start(task_jobs);
+    let reminders = scheduler::reminders::TaskReminders::start(reminders);
     tracing::info!(%id, ?sync_addrs, ?http_addr, relay = %settings.net.relay, "hub started");
     tracing::info!("{}", settings::away_from_home_notice(&settings.net.relay));
     Ok(Hub {
@@ -444,7 +484,10 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         chat,
         events,
         notifier,
+        task_jobs,
+        reminders,
         plugins,
+        scheduler,
         computer,
         http,
         advertiser,
@@ -467,7 +510,8 @@ impl Hub {
         self.shutdown().await;
     }
 
-    /// Shuts down in order: the HTTP server stops accepting; chat turns are stopped
+    /// Shuts down in order: the HTTP server stops accepting; the scheduler stops (no run
+    /// starts, its runs are stopped and joined); chat turns are stopped
     /// (their streams end, so the server's open responses finish); the plugins' servers
     /// and the computer plugin's background processes are stopped (their process groups
     /// killed); the server drains; the iroh router
@@ -481,7 +525,12 @@ impl Hub {
             let _ = tx.send(());
             task
         });
+        // Before the chat service stops the agent: scheduled runs end as `aborted`
+        // through the scheduler (recorded, not notified as failures) and none starts.
+        self.scheduler.shutdown().await;
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
+        self.task_jobs.shutdown().await;
+        self.reminders.shutdown().await;
         // After the turns: no tool call is left waiting on a server.
         self.plugins.shutdown().await;
         self.notifier.shutdown().await;

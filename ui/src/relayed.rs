@@ -4,7 +4,7 @@
 //!
 //! Relayed: chat, approvals, conversation history, usage, the audit log, settings
 //! (runtime settings, provider keys, per-project tools and secrets), devices,
-//! notifications, and the event stream. Never relayed: `/auth/*` (the owner's browser sessions belong to one
+//! notifications, schedules and their runs, and the event stream. Never relayed: `/auth/*` (the owner's browser sessions belong to one
 //! host) and the document routes (a node serves those from its own replica).
 //!
 //! This table says only *what* may travel. Who may use which route is the hub's decision
@@ -180,6 +180,32 @@ pub const RELAYED: &[RelayedRoute] = &[
         Verb::Post,
         "/notifications/read",
         "Mark notifications read ({ids} or {all: true})",
+        &[],
+    ),
+    fwd(
+        Verb::Get,
+        "/schedules",
+        "List schedules",
+        &["project", "task", "limit", "offset"],
+    ),
+    fwd(Verb::Post, "/schedules", "Create a schedule", &[]),
+    fwd(Verb::Get, "/schedules/{id}", "Read a schedule", &[]),
+    fwd(Verb::Patch, "/schedules/{id}", "Change a schedule", &[]),
+    fwd(Verb::Delete, "/schedules/{id}", "Remove a schedule", &[]),
+    fwd(Verb::Post, "/schedules/{id}/pause", "Pause a schedule", &[]),
+    fwd(
+        Verb::Post,
+        "/schedules/{id}/resume",
+        "Resume a schedule",
+        &[],
+    ),
+    fwd(Verb::Post, "/schedules/{id}/run", "Run a schedule now", &[]),
+    fwd(Verb::Get, "/schedules/{id}/runs", "A schedule's runs", PAGE),
+    fwd(Verb::Get, "/runs/{id}", "Read a scheduled run", &[]),
+    fwd(
+        Verb::Post,
+        "/schedules/preview",
+        "Say a schedule's timing in words, without saving it",
         &[],
     ),
     RelayedRoute {

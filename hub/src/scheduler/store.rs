@@ -48,6 +48,12 @@ pub enum ScheduleError {
     /// The id is taken.
     #[error("a schedule {0:?} exists already")]
     Exists(String),
+    /// The schedule has a run under way (a schedule never runs twice at once).
+    #[error("schedule {0:?} is running now: wait for its run to end")]
+    Busy(String),
+    /// The scheduler is stopping or stopped.
+    #[error("the scheduler is not running (the hub is shutting down)")]
+    Stopped,
 }
 
 /// When a schedule falls due.
@@ -731,6 +737,21 @@ impl ScheduleStore {
             "UPDATE schedules SET next_due = ?2 WHERE id = ?1",
             params![id, next_due],
         )? > 0)
+    }
+
+    /// Sets when each schedule next falls due, in one transaction (the scheduler plans
+    /// many at once); schedules that are gone are passed over.
+    pub fn set_next_dues(&self, updates: &[(String, Option<i64>)]) -> Result<(), ScheduleError> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        {
+            let mut stmt = tx.prepare("UPDATE schedules SET next_due = ?2 WHERE id = ?1")?;
+            for (id, next_due) in updates {
+                stmt.execute(params![id, next_due])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// Deletes the schedule (its runs stay, for the record); false if there was none.

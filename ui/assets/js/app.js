@@ -18,6 +18,7 @@ export const PAGES = [
   { path: 'chat', title: 'Chat', key: 'c', hub: true },
   { path: 'notes', title: 'Notes', key: 'n' },
   { path: 'tasks', title: 'Tasks', key: 't' },
+  { path: 'schedules', title: 'Schedules', key: 'r', hub: true },
   { path: 'contacts', title: 'Contacts', key: 'o' },
   { path: 'skills', title: 'Skills', key: 'k' },
   { path: 'projects', title: 'Projects', key: 'p' },
