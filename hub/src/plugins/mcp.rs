@@ -676,6 +676,17 @@ impl Connection {
             }
         };
         self.quit = None;
+        // A killed server's pipes close as it dies: its exit status, if it comes at
+        // once, says more than the closed session.
+        let why = match self.child.as_mut() {
+            Some(c) if why.starts_with("the server closed") => {
+                match tokio::time::timeout(Duration::from_millis(500), c.wait()).await {
+                    Ok(Ok(s)) => format!("the server exited ({s})"),
+                    _ => why,
+                }
+            }
+            _ => why,
+        };
         let tail = self.tail.lock().map(|t| t.text()).unwrap_or_default();
         format!("{why}{}", tail_suffix(&tail))
     }

@@ -563,7 +563,7 @@ async fn run_server(
                 let changed = conn.tools_notify();
                 let registered = register(&launch, &conn.peer(), &deps, &source).await;
                 let why = match registered {
-                    Err(e) => e,
+                    Err(e) => died_or(&mut conn, e).await,
                     Ok(n) => {
                         status.state = Phase::Running;
                         status.tools = n;
@@ -584,7 +584,7 @@ async fn run_server(
                                             status.tools = n;
                                             publish(&status);
                                         }
-                                        Err(e) => break e,
+                                        Err(e) => break died_or(&mut conn, e).await,
                                     }
                                 }
                                 why = conn.ended() => break why,
@@ -617,6 +617,15 @@ async fn run_server(
     states.send_modify(|m| {
         m.remove(&key);
     });
+}
+
+/// Why a request to the server failed: its death, if it died (a kill lands while its
+/// tools are listed: "the server exited (signal: 9)" says more than "transport closed"),
+/// else the request's own error.
+async fn died_or(conn: &mut mcp::Connection, error: String) -> String {
+    tokio::time::timeout(Duration::from_millis(500), conn.ended())
+        .await
+        .unwrap_or(error)
 }
 
 /// Lists the server's tools and registers them (replacing its earlier ones), caching
