@@ -1,5 +1,5 @@
-//! The `hearth-hub` command line: run the hub, manage devices, plugins and owner
-//! sessions, print a pair ticket or a login link.
+//! The `hearth-hub` command line: run the hub, manage devices, plugins, the Telegram
+//! channel and owner sessions, print a pair ticket or a login link.
 //!
 //! A binary edge: `anyhow` is allowed here (and in the CLI's HTTP client) and nowhere
 //! else in the crate. The binary is a one-line wrapper so tests can run the same code from
@@ -92,6 +92,10 @@ enum Command {
     /// up within a second).
     #[command(subcommand)]
     Plugins(PluginsCommand),
+    /// The Telegram channel: bot token, allowed chats (the running hub picks changes up
+    /// within a couple of seconds).
+    #[command(subcommand)]
+    Telegram(crate::channels::telegram::cli::TelegramCommand),
 }
 
 #[derive(Subcommand)]
@@ -384,6 +388,11 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
             println!("stored the {provider} key (restart the hub, or set it through the API, to use it now)");
         }
         Command::Plugins(cmd) => plugins_command(&home, cmd)?,
+        Command::Telegram(cmd) => {
+            let api = crate::settings::load(home.clone(), cli.run)?.telegram_api;
+            let resolve = |what: &str| resolve_project(&home, what);
+            crate::channels::telegram::cli::run(&home, &api, cmd, &resolve).await?;
+        }
         Command::Devices(cmd) => {
             let reg = registry()?;
             match cmd {

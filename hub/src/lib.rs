@@ -34,7 +34,8 @@
 //! - [`computer`]: the built-in computer plugin (project files, terminal, web fetch);
 //! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest;
 //! - [`notify`]: notifications (kept, published, handed to channels);
-//! - [`channels`]: the interface message channels (Telegram) implement.
+//! - [`channels`]: the interface message channels implement, and the Telegram channel
+//!   (started after the hub is ready, stopped before the chat turns are).
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
 //! that is not a paired, unrevoked device gets past the TLS handshake hook.
@@ -117,6 +118,9 @@ pub enum HubError {
     /// The notifications could not be opened.
     #[error(transparent)]
     Notify(#[from] notify::NotifyError),
+    /// The Telegram channel could not be opened.
+    #[error(transparent)]
+    Telegram(#[from] channels::telegram::TelegramError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -147,6 +151,7 @@ pub struct Hub {
     events: Arc<events::EventHub>,
     notifier: Arc<notify::Notifier>,
     plugins: Arc<plugins::Plugins>,
+    telegram: Arc<channels::telegram::Telegram>,
     computer: Arc<computer::Computer>,
     http: Option<(
         tokio::sync::oneshot::Sender<()>,
@@ -400,6 +405,13 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         plugin_deps,
         plugin_store,
     );
+    // Like the plugins: never delays readiness; polls while a token is stored.
+    let telegram = channels::telegram::Telegram::start(
+        &settings.telegram_api,
+        &hub_db,
+        chat.clone(),
+        &notifier,
+    )?;
     let state = api::ApiState {
         store: store.clone(),
         registry: registry.clone(),
@@ -409,6 +421,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         access,
         plugins: plugins.clone(),
         notifier: notifier.clone(),
+        telegram: telegram.clone(),
     };
     rpc.serve(state.clone());
     if let Some(listener) = listener {
@@ -440,6 +453,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         events,
         notifier,
         plugins,
+        telegram,
         computer,
         http,
         advertiser,
@@ -462,8 +476,9 @@ impl Hub {
         self.shutdown().await;
     }
 
-    /// Shuts down in order: the HTTP server stops accepting; chat turns are stopped
-    /// (their streams end, so the server's open responses finish); the plugins' servers
+    /// Shuts down in order: the HTTP server stops accepting; Telegram stops taking
+    /// messages; chat turns are stopped (their streams end, so the server's open
+    /// responses finish, and Telegram's replies send their last edit); the plugins' servers
     /// and the computer plugin's background processes are stopped (their process groups
     /// killed); the server drains; the iroh router
     /// lets sync sessions flush; the store checkpoints its WAL.
@@ -476,7 +491,12 @@ impl Hub {
             let _ = tx.send(());
             task
         });
+        // Before the turns stop: no message is taken that could not be answered (an
+        // update not yet confirmed stays with Telegram for the next start).
+        self.telegram.stop_intake();
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
+        // Right after: its replies end with their turns' streams.
+        self.telegram.shutdown().await;
         // After the turns: no tool call is left waiting on a server.
         self.plugins.shutdown().await;
         self.notifier.shutdown().await;

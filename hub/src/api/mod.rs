@@ -24,6 +24,7 @@
 //! served without being documented.
 
 pub mod caller;
+mod channels;
 mod chat;
 mod devices;
 mod errors;
@@ -65,6 +66,8 @@ pub struct ApiState {
     pub plugins: Arc<crate::plugins::Plugins>,
     /// Notifications: kept, published, handed to channels.
     pub notifier: Arc<crate::notify::Notifier>,
+    /// The Telegram channel (the owner's only).
+    pub telegram: Arc<crate::channels::telegram::Telegram>,
 }
 
 /// Where the OpenAPI document is served, relative to the API root.
@@ -92,6 +95,7 @@ pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
         .merge(chat::routes())
         .merge(settings::routes())
         .merge(plugins::routes())
+        .merge(channels::routes())
         .merge(hearth_ui::events::socket::routes(
             state.chat.events.ring().clone(),
             Server::Hub,

@@ -131,6 +131,8 @@ pub async fn api_state(home: &Path) -> TestState {
         },
         plugin_store,
     );
+    let notifier = Arc::new(hearth_hub::notify::Notifier::open(&hub_db, events).expect("notifier"));
+    let chat_service = chat.clone();
     let state = ApiState {
         store,
         registry: Arc::new(DeviceRegistry::open(&hub_db).expect("registry")),
@@ -139,7 +141,14 @@ pub async fn api_state(home: &Path) -> TestState {
         runtime: Arc::new(RuntimeStore::open(&hub_db).expect("runtime")),
         access,
         plugins,
-        notifier: Arc::new(hearth_hub::notify::Notifier::open(&hub_db, events).expect("notifier")),
+        notifier: notifier.clone(),
+        telegram: hearth_hub::channels::telegram::Telegram::start(
+            "http://127.0.0.1:9",
+            &hub_db,
+            chat_service,
+            &notifier,
+        )
+        .expect("telegram"),
     };
     TestState {
         state,
