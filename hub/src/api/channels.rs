@@ -22,7 +22,9 @@ use serde::{Deserialize, Serialize};
 use hearth_ui::{ApiRoutes, Verb};
 
 use super::{blocking, ApiError, ApiJson, ApiResult, ApiState};
-use crate::channels::telegram::{AllowedChat, BotError, Refused, Status, StoreError, TelegramError};
+use crate::channels::telegram::{
+    AllowedChat, BotError, Refused, Status, StoreError, TelegramError,
+};
 
 pub(super) fn routes() -> ApiRoutes<ApiState> {
     ApiRoutes::new("channels")
@@ -61,15 +63,19 @@ impl From<StoreError> for ApiError {
 impl From<TelegramError> for ApiError {
     fn from(e: TelegramError) -> Self {
         match e {
-            TelegramError::Bot(b @ BotError::BadTokenFormat) => ApiError::bad_request(b.to_string()),
+            TelegramError::Bot(b @ BotError::BadTokenFormat) => {
+                ApiError::bad_request(b.to_string())
+            }
             TelegramError::Bot(b) if b.bad_token() => ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "bad_token",
                 format!("Telegram refused this bot token ({b}); copy it again from @BotFather"),
             ),
-            TelegramError::Bot(b @ BotError::Network(_)) => {
-                ApiError::new(StatusCode::BAD_GATEWAY, "telegram_unreachable", b.to_string())
-            }
+            TelegramError::Bot(b @ BotError::Network(_)) => ApiError::new(
+                StatusCode::BAD_GATEWAY,
+                "telegram_unreachable",
+                b.to_string(),
+            ),
             TelegramError::Bot(b) => {
                 ApiError::new(StatusCode::BAD_GATEWAY, "telegram_error", b.to_string())
             }
@@ -149,7 +155,10 @@ struct PutBody {
     enabled: Option<bool>,
 }
 
-async fn put(State(s): State<ApiState>, ApiJson(b): ApiJson<PutBody>) -> ApiResult<Json<StatusDto>> {
+async fn put(
+    State(s): State<ApiState>,
+    ApiJson(b): ApiJson<PutBody>,
+) -> ApiResult<Json<StatusDto>> {
     if let Some(token) = b.token.as_deref().map(str::trim) {
         if token.is_empty() {
             return Err(ApiError::bad_request("token is empty"));
@@ -164,9 +173,9 @@ async fn put(State(s): State<ApiState>, ApiJson(b): ApiJson<PutBody>) -> ApiResu
 }
 
 fn chat_id(given: &str) -> ApiResult<i64> {
-    given
-        .parse()
-        .map_err(|_| ApiError::bad_request(format!("{given:?} is not a Telegram chat id (a number)")))
+    given.parse().map_err(|_| {
+        ApiError::bad_request(format!("{given:?} is not a Telegram chat id (a number)"))
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -184,12 +193,18 @@ async fn put_chat(
     ApiJson(b): ApiJson<ChatBody>,
 ) -> ApiResult<Json<ChatDto>> {
     let chat = chat_id(&chat)?;
-    if b.label.as_ref().is_some_and(|l| l.chars().count() > 100 || l.chars().any(char::is_control)) {
-        return Err(ApiError::bad_request("a label is at most 100 characters, no control characters"));
+    if b.label
+        .as_ref()
+        .is_some_and(|l| l.chars().count() > 100 || l.chars().any(char::is_control))
+    {
+        return Err(ApiError::bad_request(
+            "a label is at most 100 characters, no control characters",
+        ));
     }
     let project = s.chat.resolve(Some(&b.project)).await?;
     let store = s.telegram.store().clone();
-    let allowed = blocking(move || store.allow(chat, project, b.label.as_deref(), b.notify)).await?;
+    let allowed =
+        blocking(move || store.allow(chat, project, b.label.as_deref(), b.notify)).await?;
     let mut dto = chat_dto(&s, vec![allowed]).await;
     dto.pop()
         .map(Json)
@@ -202,6 +217,8 @@ async fn delete_chat(State(s): State<ApiState>, Path(chat): Path<String>) -> Api
     if blocking(move || store.deny(chat)).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::not_found(format!("chat {chat} is not on the list")))
+        Err(ApiError::not_found(format!(
+            "chat {chat} is not on the list"
+        )))
     }
 }

@@ -22,6 +22,7 @@ mod relay;
 mod relay_access;
 mod replication;
 mod scope;
+mod telegram;
 mod tidy;
 mod ui_chat;
 mod ui_offline;

@@ -35,7 +35,10 @@ pub(super) fn callback_data(id: &str, approve: bool) -> Option<String> {
 }
 
 fn valid_id(id: &str) -> bool {
-    !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Reads `callback_data`: the approval id and whether it approves.
@@ -209,11 +212,16 @@ mod tests {
         assert_eq!(yes, format!("ap:{id}:y"));
         assert!(yes.len() <= 64);
         assert_eq!(parse_callback(&yes), Some((id, true)));
-        assert_eq!(parse_callback(&callback_data(id, false).expect("fits")), Some((id, false)));
+        assert_eq!(
+            parse_callback(&callback_data(id, false).expect("fits")),
+            Some((id, false))
+        );
         // Too long for Telegram: no buttons rather than cut data.
         assert_eq!(callback_data(&"a".repeat(60), true), None);
         assert!(buttons(&"a".repeat(60)).is_none());
-        for bad in ["", "ap:", "ap::y", "ap:abc:x", "ap:abc", "xx:abc:y", "ap:a b:y", "ap:a:b:y"] {
+        for bad in [
+            "", "ap:", "ap::y", "ap:abc:x", "ap:abc", "xx:abc:y", "ap:a b:y", "ap:a:b:y",
+        ] {
             assert_eq!(parse_callback(bad), None, "{bad:?}");
         }
         assert_eq!(parse_callback(&format!("ap:{}:y", "a".repeat(70))), None);
@@ -247,21 +255,45 @@ mod tests {
     fn a_chat_decides_its_own_and_its_subtrees_approvals_only() {
         let (home, elsewhere) = (DocId::random(), DocId::random());
         let c = chat(42);
-        assert_eq!(decider(&c, home, &approval(home, "telegram-42-3"), true), Decider::OwnTurn);
+        assert_eq!(
+            decider(&c, home, &approval(home, "telegram-42-3"), true),
+            Decider::OwnTurn
+        );
         // Its earlier conversation is still its own.
-        assert_eq!(decider(&c, home, &approval(home, "telegram-42-1"), true), Decider::OwnTurn);
+        assert_eq!(
+            decider(&c, home, &approval(home, "telegram-42-1"), true),
+            Decider::OwnTurn
+        );
         // Another chat's turn, even in the same project: not this chat's.
-        assert_eq!(decider(&c, home, &approval(home, "telegram-420-1"), true), Decider::No);
-        assert_eq!(decider(&c, home, &approval(home, "telegram-4-1"), true), Decider::No);
+        assert_eq!(
+            decider(&c, home, &approval(home, "telegram-420-1"), true),
+            Decider::No
+        );
+        assert_eq!(
+            decider(&c, home, &approval(home, "telegram-4-1"), true),
+            Decider::No
+        );
         // A scheduled run's approval (sent as a notification) within the subtree.
-        assert_eq!(decider(&c, home, &approval(home, "schedule-s1-4"), false), Decider::Subtree);
-        assert_eq!(decider(&c, home, &approval(elsewhere, "schedule-s1-4"), true), Decider::Subtree);
-        assert_eq!(decider(&c, home, &approval(elsewhere, "schedule-s1-4"), false), Decider::No);
+        assert_eq!(
+            decider(&c, home, &approval(home, "schedule-s1-4"), false),
+            Decider::Subtree
+        );
+        assert_eq!(
+            decider(&c, home, &approval(elsewhere, "schedule-s1-4"), true),
+            Decider::Subtree
+        );
+        assert_eq!(
+            decider(&c, home, &approval(elsewhere, "schedule-s1-4"), false),
+            Decider::No
+        );
     }
 
     #[test]
     fn the_asking_message_escapes_and_bounds_the_arguments() {
-        let html = asking_html("notes<x>", &serde_json::json!({"content": "<".repeat(4000)}));
+        let html = asking_html(
+            "notes<x>",
+            &serde_json::json!({"content": "<".repeat(4000)}),
+        );
         assert!(html.starts_with("🔐 Approve <b>notes&lt;x&gt;</b>?"));
         assert!(html.contains("&lt;&lt;") && !html.contains("<<"));
         assert!(html.ends_with("\n…</pre>"));

@@ -60,7 +60,10 @@ pub enum TelegramCommand {
 
 fn print_chat(c: &AllowedChat, names: &std::collections::HashMap<hearth_sync::DocId, String>) {
     let project = match c.project {
-        Some(p) => names.get(&p).cloned().unwrap_or_else(|| format!("{p} (gone)")),
+        Some(p) => names
+            .get(&p)
+            .cloned()
+            .unwrap_or_else(|| format!("{p} (gone)")),
         None => "general".into(),
     };
     println!(
@@ -69,7 +72,11 @@ fn print_chat(c: &AllowedChat, names: &std::collections::HashMap<hearth_sync::Do
         if c.label.is_empty() { "-" } else { &c.label },
         project,
         c.conversation_name(),
-        if c.notify { "notifications on" } else { "notifications off" }
+        if c.notify {
+            "notifications on"
+        } else {
+            "notifications off"
+        }
     );
 }
 

@@ -55,7 +55,14 @@ impl BotError {
     /// Whether Telegram refused the token itself (401; 404 is what a malformed bot path
     /// gets): polling must stop until the owner sets another.
     pub fn bad_token(&self) -> bool {
-        matches!(self, Self::BadTokenFormat | Self::Api { code: 401 | 404, .. })
+        matches!(
+            self,
+            Self::BadTokenFormat
+                | Self::Api {
+                    code: 401 | 404,
+                    ..
+                }
+        )
     }
 
     /// Whether Telegram could not read the HTML (the text is then sent plain).
@@ -170,10 +177,10 @@ impl BotApi {
                 .ok_or_else(|| BotError::Decode(format!("{method}: ok without a result")));
         }
         Err(BotError::Api {
-            code: envelope
-                .error_code
-                .unwrap_or(i64::from(status.as_u16())),
-            description: envelope.description.unwrap_or_else(|| "no description".into()),
+            code: envelope.error_code.unwrap_or(i64::from(status.as_u16())),
+            description: envelope
+                .description
+                .unwrap_or_else(|| "no description".into()),
             retry_after: envelope.parameters.and_then(|p| p.retry_after),
         })
     }

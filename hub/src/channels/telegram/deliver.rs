@@ -46,7 +46,10 @@ fn failed(message: impl std::fmt::Display) -> ChannelError {
 }
 
 /// The chats `n` goes to: those taking notifications, within its project's reach.
-async fn recipients(shared: &Arc<Shared>, n: &Notification) -> Result<Vec<AllowedChat>, ChannelError> {
+async fn recipients(
+    shared: &Arc<Shared>,
+    n: &Notification,
+) -> Result<Vec<AllowedChat>, ChannelError> {
     let chats = shared.db(|s| s.chats()).await.map_err(failed)?;
     let mut out = Vec::new();
     for chat in chats.into_iter().filter(|c| c.notify) {

@@ -81,7 +81,11 @@ pub fn safe_link(url: &str) -> bool {
     let Some((scheme, rest)) = url.split_once(':') else {
         return false;
     };
-    !rest.is_empty() && matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https" | "mailto")
+    !rest.is_empty()
+        && matches!(
+            scheme.to_ascii_lowercase().as_str(),
+            "http" | "https" | "mailto"
+        )
 }
 
 fn options() -> Options {
@@ -378,11 +382,7 @@ fn split_block(block: &str, limit: usize, out: &mut Vec<Part>) {
             }
         }
         // Re-fenced with a fence longer than any backtick run inside.
-        let longest = code
-            .split(|c| c != '`')
-            .map(str::len)
-            .max()
-            .unwrap_or(0);
+        let longest = code.split(|c| c != '`').map(str::len).max().unwrap_or(0);
         let fence = "`".repeat(longest.max(2) + 1);
         let wrap = |lines: &str| format!("{fence}{lang}\n{lines}\n{fence}");
         let mut current = String::new();
@@ -422,16 +422,21 @@ fn split_block(block: &str, limit: usize, out: &mut Vec<Part>) {
         "",
         limit,
         out,
-        &|line, limit, out| pack(line.split_inclusive(' ').collect(), "", limit, out, &split_word),
+        &|line, limit, out| {
+            pack(
+                line.split_inclusive(' ').collect(),
+                "",
+                limit,
+                out,
+                &split_word,
+            )
+        },
     );
 }
 
 /// The longest prefix of `s` (at least one character) whose `render` fits `limit`.
 fn fitting_prefix<'a>(s: &'a str, limit: usize, render: &dyn Fn(&str) -> String) -> &'a str {
-    let bounds: Vec<usize> = s
-        .char_indices()
-        .map(|(i, c)| i + c.len_utf8())
-        .collect();
+    let bounds: Vec<usize> = s.char_indices().map(|(i, c)| i + c.len_utf8()).collect();
     // Binary search over character boundaries: rendering only grows with the prefix.
     let (mut lo, mut hi) = (0usize, bounds.len());
     while lo < hi {
@@ -506,7 +511,10 @@ mod tests {
         let html = to_html("<script>alert(1)</script>\n\nhi <b onclick=x>there</b>");
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("<b onclick"), "{html}");
-        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
         for link in [
             "[x](javascript:alert(1))",
             "[x](JaVaScRiPt:alert(1))",
@@ -521,7 +529,13 @@ mod tests {
         assert!(!safe_link("java\tscript:alert(1)"));
         assert!(!safe_link("https://ex ample.org"));
         // Unbalanced markup is literal text; the output's tags still balance.
-        for input in ["**bold", "*a **b* c**", "`code", "```\nunclosed fence <x>", "> > > deep"] {
+        for input in [
+            "**bold",
+            "*a **b* c**",
+            "`code",
+            "```\nunclosed fence <x>",
+            "> > > deep",
+        ] {
             let html = to_html(input);
             assert!(balanced(&html), "{input:?} -> {html}");
         }
@@ -575,13 +589,19 @@ mod tests {
             // Whole paragraphs: each part starts at a paragraph's start.
             assert!(part.html.starts_with("Paragraph "), "{}", &part.html[..40]);
         }
-        let joined: String = p.iter().map(|p| p.html.as_str()).collect::<Vec<_>>().join("\n\n");
+        let joined: String = p
+            .iter()
+            .map(|p| p.html.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n");
         assert_eq!(joined, to_html(&md));
     }
 
     #[test]
     fn a_huge_code_block_stays_code_in_every_part() {
-        let code: Vec<String> = (0..600).map(|i| format!("let x{i} = a < b && c;")).collect();
+        let code: Vec<String> = (0..600)
+            .map(|i| format!("let x{i} = a < b && c;"))
+            .collect();
         let md = format!("Here:\n\n```rust\n{}\n```\n\nDone.", code.join("\n"));
         let p = parts(&md, MESSAGE_LIMIT);
         assert!(p.len() > 3, "{}", p.len());
@@ -589,12 +609,18 @@ mod tests {
             assert!(tg_len(&part.html) <= MESSAGE_LIMIT);
             assert!(balanced(&part.html), "{}", part.html);
         }
-        let code_parts = p.iter().filter(|p| p.html.starts_with("<pre><code")).count();
+        let code_parts = p
+            .iter()
+            .filter(|p| p.html.starts_with("<pre><code"))
+            .count();
         assert!(code_parts >= 2);
         // No line was lost or cut.
         let all: String = p.iter().map(|p| p.html.clone()).collect();
         for i in [0, 299, 599] {
-            assert!(all.contains(&format!("let x{i} = a &lt; b &amp;&amp; c;")), "{i}");
+            assert!(
+                all.contains(&format!("let x{i} = a &lt; b &amp;&amp; c;")),
+                "{i}"
+            );
         }
     }
 
@@ -611,13 +637,18 @@ mod tests {
         }
         let word = "ü".repeat(10_000);
         let p = parts(&word, MESSAGE_LIMIT);
-        assert_eq!(p.iter().map(|p| p.html.chars().count()).sum::<usize>(), 10_000);
+        assert_eq!(
+            p.iter().map(|p| p.html.chars().count()).sum::<usize>(),
+            10_000
+        );
         assert!(p.iter().all(|p| tg_len(&p.html) <= MESSAGE_LIMIT));
     }
 
     #[test]
     fn lines_split_where_blocks_are_too_long() {
-        let lines: Vec<String> = (0..400).map(|i| format!("- item {i} *with* emphasis")).collect();
+        let lines: Vec<String> = (0..400)
+            .map(|i| format!("- item {i} *with* emphasis"))
+            .collect();
         let md = lines.join("\n");
         let p = parts(&md, 1000);
         assert!(p.len() > 5);

@@ -40,6 +40,9 @@ mod poller;
 mod turn;
 mod updates;
 
+#[cfg(test)]
+mod tests;
+
 use std::{
     collections::HashMap,
     path::Path,
@@ -344,11 +347,15 @@ impl Telegram {
         }
         let turns = self.shared.turns.lock().ok().and_then(|mut t| t.take());
         if let Some(mut turns) = turns {
-            let drained =
-                tokio::time::timeout(TURNS_GRACE, async { while turns.join_next().await.is_some() {} })
-                    .await;
+            let drained = tokio::time::timeout(TURNS_GRACE, async {
+                while turns.join_next().await.is_some() {}
+            })
+            .await;
             if drained.is_err() {
-                tracing::warn!(left = turns.len(), "Telegram replies did not finish in time; dropping them");
+                tracing::warn!(
+                    left = turns.len(),
+                    "Telegram replies did not finish in time; dropping them"
+                );
             }
             turns.shutdown().await;
         }

@@ -122,7 +122,9 @@ impl std::fmt::Debug for ChannelStore {
 
 const CHAT_COLUMNS: &str = "chat, label, project, conversation, notify, created_at, updated_at";
 
-fn read_chat(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, Option<String>, i64, bool, i64, i64)> {
+fn read_chat(
+    r: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(String, String, Option<String>, i64, bool, i64, i64)> {
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -281,7 +283,10 @@ impl ChannelStore {
     }
 
     /// Changes the poller's state with `change` (read and written in one transaction).
-    pub fn update_poll(&self, change: impl FnOnce(&mut PollState)) -> Result<PollState, StoreError> {
+    pub fn update_poll(
+        &self,
+        change: impl FnOnce(&mut PollState),
+    ) -> Result<PollState, StoreError> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let json: Option<String> = tx
@@ -345,19 +350,28 @@ mod tests {
         let (p, q) = (project(), project());
         assert_eq!(s.chat(42).expect("read"), None);
         let c = s.allow(42, p, Some("me"), None).expect("allow");
-        assert_eq!((c.label.as_str(), c.project, c.notify, c.conversation), ("me", Some(p), true, 1));
+        assert_eq!(
+            (c.label.as_str(), c.project, c.notify, c.conversation),
+            ("me", Some(p), true, 1)
+        );
         assert_eq!(c.conversation_name(), "telegram-42-1");
         // Rebinding keeps the label, the conversation and (unless given) notify.
         assert_eq!(s.next_conversation(42).expect("bump"), Some(2));
         let c = s.allow(42, q, None, Some(false)).expect("change");
-        assert_eq!((c.label.as_str(), c.project, c.notify, c.conversation), ("me", Some(q), false, 2));
+        assert_eq!(
+            (c.label.as_str(), c.project, c.notify, c.conversation),
+            ("me", Some(q), false, 2)
+        );
         s.allow(-1001234, p, None, None).expect("a group");
         let ids: Vec<i64> = s.chats().expect("list").iter().map(|c| c.chat).collect();
         assert_eq!(ids.len(), 2);
         assert!(s.deny(42).expect("deny"));
         assert!(!s.deny(42).expect("again"));
         assert_eq!(s.next_conversation(42).expect("bump"), None);
-        assert_eq!(s.chat(-1001234).expect("read").map(|c| c.chat), Some(-1001234));
+        assert_eq!(
+            s.chat(-1001234).expect("read").map(|c| c.chat),
+            Some(-1001234)
+        );
     }
 
     #[test]
@@ -369,13 +383,24 @@ mod tests {
         let st = s.state().expect("state");
         assert_eq!((st.enabled, st.poll.offset), (false, Some(77)));
         for chat in 0..8 {
-            s.record_refused(Refused { chat: chat % 6, name: format!("c{chat}"), at: chat })
-                .expect("refused");
+            s.record_refused(Refused {
+                chat: chat % 6,
+                name: format!("c{chat}"),
+                at: chat,
+            })
+            .expect("refused");
         }
         let refused = s.state().expect("state").poll.refused;
         assert_eq!(refused.len(), KEEP_REFUSED);
         // Newest first, one entry per chat.
-        assert_eq!(refused[0], Refused { chat: 1, name: "c7".into(), at: 7 });
+        assert_eq!(
+            refused[0],
+            Refused {
+                chat: 1,
+                name: "c7".into(),
+                at: 7
+            }
+        );
         assert_eq!(refused[1].chat, 0);
         assert_eq!(s.state().expect("state").poll.offset, Some(77));
     }

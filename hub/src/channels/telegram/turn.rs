@@ -91,12 +91,18 @@ impl Reply {
                 .send_message(self.chat, &text, false, false, None)
                 .await
                 .map(|m| self.message = Some(m.message_id)),
-            Some(id) => self.bot.edit_message(self.chat, id, &text, false, None).await,
+            Some(id) => {
+                self.bot
+                    .edit_message(self.chat, id, &text, false, None)
+                    .await
+            }
         };
         self.last_edit = Instant::now();
         match sent {
             Ok(()) => self.shown = text,
-            Err(e) => tracing::warn!(error = %e, chat = self.chat, "Telegram streaming update failed"),
+            Err(e) => {
+                tracing::warn!(error = %e, chat = self.chat, "Telegram streaming update failed")
+            }
         }
     }
 
@@ -113,10 +119,15 @@ impl Reply {
         for part in &parts {
             let result = match message.take() {
                 Some(id) => {
-                    let html = self.bot.edit_message(self.chat, id, &part.html, true, None).await;
+                    let html = self
+                        .bot
+                        .edit_message(self.chat, id, &part.html, true, None)
+                        .await;
                     match html {
                         Err(e) if e.bad_html() => {
-                            self.bot.edit_message(self.chat, id, &part.plain, false, None).await
+                            self.bot
+                                .edit_message(self.chat, id, &part.plain, false, None)
+                                .await
                         }
                         other => other,
                     }
@@ -194,7 +205,10 @@ pub(super) async fn stream(shared: Arc<Shared>, bot: Arc<BotApi>, chat: i64, mut
                         format!("Approve {}? Answer it in the Hearth app.", str_of("name")),
                     ),
                 };
-                match bot.send_message(chat, &html, true, false, keyboard.as_ref()).await {
+                match bot
+                    .send_message(chat, &html, true, false, keyboard.as_ref())
+                    .await
+                {
                     Ok(m) => {
                         asked.insert(id, (m.message_id, html, true));
                     }

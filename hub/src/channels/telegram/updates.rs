@@ -334,9 +334,15 @@ mod tests {
         assert_eq!(intent(&msg(Some("/start"), false), me), Intent::Help);
         assert_eq!(intent(&msg(Some("/help extra"), false), me), Intent::Help);
         assert_eq!(intent(&msg(Some("/STOP"), false), me), Intent::Stop);
-        assert_eq!(intent(&msg(Some("/new@Hearth_Bot"), false), me), Intent::New);
+        assert_eq!(
+            intent(&msg(Some("/new@Hearth_Bot"), false), me),
+            Intent::New
+        );
         // A command for another bot in a group is not ours.
-        assert_eq!(intent(&msg(Some("/new@other_bot"), false), me), Intent::Ignore);
+        assert_eq!(
+            intent(&msg(Some("/new@other_bot"), false), me),
+            Intent::Ignore
+        );
         assert_eq!(
             intent(&msg(Some("/frobnicate"), false), me),
             Intent::Unknown("frobnicate".into())
@@ -364,7 +370,10 @@ mod tests {
             assert_eq!(decide(None, i.clone()), Action::Refuse, "{i:?}");
         }
         let a = allowed();
-        assert_eq!(decide(Some(&a), Intent::Text("hi".into())), Action::Turn("hi".into()));
+        assert_eq!(
+            decide(Some(&a), Intent::Text("hi".into())),
+            Action::Turn("hi".into())
+        );
         assert_eq!(decide(Some(&a), Intent::Help), Action::Help);
         assert_eq!(decide(Some(&a), Intent::Stop), Action::Stop);
         assert_eq!(decide(Some(&a), Intent::New), Action::New);
