@@ -212,18 +212,18 @@ pub fn parse_html(html: &str) -> Result<String, String> {
 }
 
 /// The text a message shows, or the error Telegram answers.
-fn shown_text(body: &Value) -> Result<String, Response> {
+fn shown_text(body: &Value) -> Result<String, String> {
     let text = body["text"].as_str().unwrap_or_default();
     let shown = match body["parse_mode"].as_str() {
-        Some("HTML") => parse_html(text).map_err(|e| bad(&format!("can't parse entities: {e}")))?,
-        Some(other) => return Err(bad(&format!("unsupported parse_mode {other}"))),
+        Some("HTML") => parse_html(text).map_err(|e| format!("can't parse entities: {e}"))?,
+        Some(other) => return Err(format!("unsupported parse_mode {other}")),
         None => text.to_string(),
     };
     if shown.trim().is_empty() {
-        return Err(bad("message text is empty"));
+        return Err("message text is empty".into());
     }
     if shown.encode_utf16().count() > 4096 {
-        return Err(bad("message is too long"));
+        return Err("message is too long".into());
     }
     for row in body["reply_markup"]["inline_keyboard"]
         .as_array()
@@ -233,7 +233,7 @@ fn shown_text(body: &Value) -> Result<String, Response> {
         for button in row.as_array().into_iter().flatten() {
             let data = button["callback_data"].as_str().unwrap_or_default();
             if data.is_empty() || data.len() > 64 {
-                return Err(bad("BUTTON_DATA_INVALID"));
+                return Err("BUTTON_DATA_INVALID".into());
             }
         }
     }
@@ -309,7 +309,7 @@ fn respond(shared: &Shared, bot: &str, method: &str, body: &Value) -> Next {
         }
         "sendMessage" => match (body["chat_id"].as_i64(), shown_text(body)) {
             (None, _) => Err(bad("chat not found")),
-            (_, Err(e)) => Err(e),
+            (_, Err(e)) => Err(bad(&e)),
             (Some(chat), Ok(shown)) => {
                 inner.next_message += 1;
                 let id = inner.next_message;
@@ -328,7 +328,7 @@ fn respond(shared: &Shared, bot: &str, method: &str, body: &Value) -> Next {
             );
             match (inner.messages.get(&key).cloned(), shown_text(body)) {
                 (None, _) => Err(bad("message to edit not found")),
-                (_, Err(e)) => Err(e),
+                (_, Err(e)) => Err(bad(&e)),
                 (Some((_, raw, markup)), Ok(shown)) => {
                     let new_raw = body["text"].as_str().unwrap_or_default().to_string();
                     let new_markup = body["reply_markup"].clone();

@@ -120,11 +120,13 @@ impl std::fmt::Debug for ChannelStore {
     }
 }
 
+/// A `channel_chats` row as stored: chat, label, project, conversation, notify,
+/// created, updated.
+type ChatRow = (String, String, Option<String>, i64, bool, i64, i64);
+
 const CHAT_COLUMNS: &str = "chat, label, project, conversation, notify, created_at, updated_at";
 
-fn read_chat(
-    r: &rusqlite::Row<'_>,
-) -> rusqlite::Result<(String, String, Option<String>, i64, bool, i64, i64)> {
+fn read_chat(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChatRow> {
     Ok((
         r.get(0)?,
         r.get(1)?,
@@ -137,15 +139,7 @@ fn read_chat(
 }
 
 fn decode_chat(
-    (chat, label, project, conversation, notify, created_at, updated_at): (
-        String,
-        String,
-        Option<String>,
-        i64,
-        bool,
-        i64,
-        i64,
-    ),
+    (chat, label, project, conversation, notify, created_at, updated_at): ChatRow,
 ) -> Result<AllowedChat, StoreError> {
     Ok(AllowedChat {
         chat: chat
