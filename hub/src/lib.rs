@@ -399,19 +399,20 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         http_addr.map_or(0, |a| a.port()),
         settings.http_hosts.clone(),
     ));
-    // Never delays readiness: servers start in the supervisor's own tasks.
-    let plugins = plugins::Plugins::start(
-        plugins::SupervisorConfig::new(settings.home.clone()),
-        plugin_deps,
-        plugin_store,
-    );
-    // Like the plugins: never delays readiness; polls while a token is stored.
+    // The Telegram channel polls in its own task while a token is stored (never delays
+    // readiness); the last step here that can fail, so no task is left behind by one.
     let telegram = channels::telegram::Telegram::start(
         &settings.telegram_api,
         &hub_db,
         chat.clone(),
         &notifier,
     )?;
+    // Never delays readiness: servers start in the supervisor's own tasks.
+    let plugins = plugins::Plugins::start(
+        plugins::SupervisorConfig::new(settings.home.clone()),
+        plugin_deps,
+        plugin_store,
+    );
     let state = api::ApiState {
         store: store.clone(),
         registry: registry.clone(),

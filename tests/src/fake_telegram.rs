@@ -70,6 +70,7 @@ struct Inner {
     /// Each message's text as shown (entities parsed), raw text and keyboard.
     messages: HashMap<(i64, i64), (String, String, Value)>,
     failures: HashMap<String, Vec<Failure>>,
+    failures_served: usize,
     refused_tokens: usize,
 }
 
@@ -291,6 +292,7 @@ fn respond(shared: &Shared, bot: &str, method: &str, body: &Value) -> Next {
         result: None,
     });
     if let Some(f) = failure {
+        inner.failures_served += 1;
         return Next::Now(error(f.code, &f.description, f.retry_after));
     }
     let answered = match method {
@@ -530,6 +532,11 @@ impl FakeTelegram {
             m.sort();
             m.into_iter().map(|(_, s)| s).collect()
         })
+    }
+
+    /// Scripted failures answered so far.
+    pub fn failures_served(&self) -> usize {
+        self.with(|i| i.failures_served)
     }
 
     /// Requests refused for a wrong token.

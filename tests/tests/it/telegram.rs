@@ -359,7 +359,7 @@ fn an_allowed_chat_talks_to_the_agent_and_a_stranger_gets_nothing() -> anyhow::R
             .any(|c| c.text().contains("<b>general</b>") && c.text().contains("/stop")))
     })?;
 
-    // Flood control: a 429 on a poll is waited out, then polling goes on.
+    // Flood control: a 429 on a poll is waited out (`retry_after`), then polling goes on.
     tg.fail_next(
         "getUpdates",
         429,
@@ -367,17 +367,15 @@ fn an_allowed_chat_talks_to_the_agent_and_a_stranger_gets_nothing() -> anyhow::R
         Some(1),
     );
     push(anthropic_text_turn("Still here.").into());
-    eventually(WAIT, || {
-        Ok(tg
-            .calls()
-            .iter()
-            .filter(|c| c.method == "getUpdates")
-            .count()
-            > 0)
-    })?;
     tg.send_text(OWNER, "still there?");
     eventually(WAIT, || {
         Ok(tg.chat_texts(OWNER).iter().any(|t| t == "Still here."))
+    })?;
+    eventually(WAIT, || Ok(tg.failures_served() == 1))?;
+    push(anthropic_text_turn("And here.").into());
+    tg.send_text(OWNER, "and now?");
+    eventually(WAIT, || {
+        Ok(tg.chat_texts(OWNER).iter().any(|t| t == "And here."))
     })?;
 
     // Off and on again.

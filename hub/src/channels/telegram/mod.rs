@@ -392,33 +392,34 @@ async fn supervise(
     let mut seen: Option<i64> = None;
     let mut current: Option<Current> = None;
     loop {
+        // `Some(nudged)`: look again (nudged by the owner's API call, or hub.db moved).
         let check = tokio::select! {
             _ = stopped.changed() => break,
             n = nudged.recv() => match n {
-                Some(()) => true,
+                Some(()) => Some(true),
                 None => break,
             },
             _ = tick.tick() => {
                 let w = watcher.clone();
                 match tokio::task::spawn_blocking(move || w.data_version()).await {
-                    Ok(Ok(v)) if seen == Some(v) => false,
+                    Ok(Ok(v)) if seen == Some(v) => None,
                     Ok(Ok(v)) => {
                         seen = Some(v);
-                        true
+                        Some(false)
                     }
                     Ok(Err(e)) => {
                         tracing::warn!(error = %e, "cannot check the Telegram settings");
-                        false
+                        None
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "Telegram settings check failed");
-                        false
+                        None
                     }
                 }
             }
         };
-        if check {
-            current = reconcile(&shared, current).await;
+        if let Some(nudged) = check {
+            current = reconcile(&shared, current, nudged).await;
         }
     }
     if let Some(c) = current {
@@ -428,8 +429,14 @@ async fn supervise(
     shared.live(|l| l.running = false);
 }
 
-/// Starts, stops or restarts the poller to match the stored token and switch.
-async fn reconcile(shared: &Arc<Shared>, current: Option<Current>) -> Option<Current> {
+/// Starts, stops or restarts the poller to match the stored token and switch. A poller
+/// that ended (its token refused) starts again only when the owner acts (`nudged`: the
+/// token stored again, the channel switched), never on its own.
+async fn reconcile(
+    shared: &Arc<Shared>,
+    current: Option<Current>,
+    nudged: bool,
+) -> Option<Current> {
     let secrets = shared.chat.secrets.clone();
     let store = shared.store.clone();
     let read = tokio::task::spawn_blocking(move || {
@@ -450,7 +457,10 @@ async fn reconcile(shared: &Arc<Shared>, current: Option<Current>) -> Option<Cur
         }
     };
     let same = match (&current, &wanted) {
-        (Some(c), Some(t)) => c.token.expose() == t.expose(),
+        (Some(c), Some(t)) => {
+            let ended = c.task.as_ref().is_none_or(JoinHandle::is_finished);
+            c.token.expose() == t.expose() && !(nudged && ended)
+        }
         (None, None) => true,
         _ => false,
     };
