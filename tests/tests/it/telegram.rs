@@ -4,8 +4,9 @@
 //! (sent, edited as it grows, finished as HTML); approves a risky tool call with a
 //! button (the note is gone); is told "still working" mid-turn; `/stop`, `/new` and
 //! `/help` work; a chat not on the list gets nothing, and its button press decides
-//! nothing. A token Telegram refuses is a clear API error, and the token shows up in
-//! no log line and no API answer.
+//! nothing. A token Telegram refuses is a clear API (and CLI) error; a 429 is waited
+//! out; switching the channel off and on and taking a chat off the list work; the token
+//! shows up in no log line, CLI output or API answer.
 
 use std::{
     sync::{Arc, Mutex},
@@ -127,6 +128,26 @@ fn an_allowed_chat_talks_to_the_agent_and_a_stranger_gets_nothing() -> anyhow::R
         (Some(false), Some(false)),
         "{st}"
     );
+
+    // The command line checks a token too, reading it from standard input.
+    let mut cli = bins.hub(&home);
+    cli.args(["telegram", "set-token", "--token-stdin"])
+        .env("HEARTH_TELEGRAM_API", tg.url())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cli.spawn()?;
+    if let Some(mut input) = child.stdin.take() {
+        use std::io::Write;
+        input.write_all(b"555:ALSO-wrong\n")?;
+    }
+    let out = child.wait_with_output()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("was not stored") && err.contains("401"),
+        "{err}"
+    );
+    assert!(!err.contains("ALSO-wrong"), "{err}");
 
     // The owner allows their chat from the command line, then sets the token.
     let out = hub_cli(
