@@ -1,5 +1,5 @@
-//! The `hearth-hub` command line: run the hub, manage devices, plugins, the Telegram
-//! channel and owner sessions, print a pair ticket or a login link.
+//! The `hearth-hub` command line: run the hub, manage devices, plugins, schedules, the
+//! Telegram channel and owner sessions, print a pair ticket or a login link.
 //!
 //! A binary edge: `anyhow` is allowed here (and in the CLI's HTTP client) and nowhere
 //! else in the crate. The binary is a one-line wrapper so tests can run the same code from
@@ -92,6 +92,10 @@ enum Command {
     /// up within a second).
     #[command(subcommand)]
     Plugins(PluginsCommand),
+    /// Schedules: the agent at set times (the running hub picks changes up within a
+    /// second; `run-now` needs it running).
+    #[command(subcommand)]
+    Schedules(crate::scheduler::cli::SchedulesCommand),
     /// The Telegram channel: bot token, allowed chats (the running hub picks changes up
     /// within a couple of seconds).
     #[command(subcommand)]
@@ -388,6 +392,7 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
             println!("stored the {provider} key (restart the hub, or set it through the API, to use it now)");
         }
         Command::Plugins(cmd) => plugins_command(&home, cmd)?,
+        Command::Schedules(cmd) => crate::scheduler::cli::run(&home, cmd).await?,
         Command::Telegram(cmd) => {
             let api = crate::settings::load(home.clone(), cli.run)?.telegram_api;
             let resolve = |what: &str| resolve_project(&home, what);
@@ -711,7 +716,7 @@ fn plugins_command(home: &std::path::Path, cmd: PluginsCommand) -> anyhow::Resul
 
 /// Finds a project by id, id prefix or name in the hub's documents; returns its id. An
 /// ambiguous name is an error; `general` is the hub's general project by id.
-fn resolve_project(home: &std::path::Path, what: &str) -> anyhow::Result<String> {
+pub(crate) fn resolve_project(home: &std::path::Path, what: &str) -> anyhow::Result<String> {
     let path = home.join("hearth.db");
     hearth_net::files::secure_db_files(&path)?;
     let store = hearth_sync::DocumentStore::open(path)?;

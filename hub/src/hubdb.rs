@@ -263,6 +263,7 @@ CREATE TABLE schedules (
   catch_up_max INTEGER NOT NULL DEFAULT 3,
   approval_wait_secs INTEGER NOT NULL DEFAULT 86400,
   paused INTEGER NOT NULL DEFAULT 0,
+  anchor INTEGER,
   next_due INTEGER,
   last_run_at INTEGER,
   created_at INTEGER NOT NULL,
@@ -302,6 +303,7 @@ CREATE TABLE notifications (
   created_at INTEGER NOT NULL,
   read_at INTEGER
 );
+CREATE INDEX notifications_unread ON notifications (id) WHERE read_at IS NULL;
 CREATE TABLE channel_chats (
   channel TEXT NOT NULL,
   chat TEXT NOT NULL,

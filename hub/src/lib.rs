@@ -33,7 +33,9 @@
 //!   supervisor that runs their servers and registers their tools;
 //! - [`computer`]: the built-in computer plugin (project files, terminal, web fetch);
 //! - [`secrets`]: provider keys and project secrets, AES-256-GCM at rest;
-//! - [`notify`]: notifications (kept, published, handed to channels);
+//! - [`scheduler`]: schedules, their runs, tasks' agent jobs and reminders;
+//! - [`notify`]: notifications (kept, published, handed to channels, quiet in quiet
+//!   hours), the approvals scheduled runs wait for, and the read side the API lists;
 //! - [`channels`]: the interface message channels implement, and the Telegram channel
 //!   (started after the hub is ready, stopped before the chat turns are).
 //!
@@ -58,6 +60,7 @@ pub mod pair_service;
 pub mod plugins;
 pub mod projects;
 pub mod rpc_service;
+pub mod scheduler;
 pub mod secrets;
 pub mod settings;
 pub mod sync_service;
@@ -118,6 +121,9 @@ pub enum HubError {
     /// The notifications could not be opened.
     #[error(transparent)]
     Notify(#[from] notify::NotifyError),
+    /// The schedules could not be opened.
+    #[error(transparent)]
+    Schedule(#[from] scheduler::ScheduleError),
     /// The Telegram channel could not be opened.
     #[error(transparent)]
     Telegram(#[from] channels::telegram::TelegramError),
@@ -150,7 +156,10 @@ pub struct Hub {
     chat: Arc<chat::ChatService>,
     events: Arc<events::EventHub>,
     notifier: Arc<notify::Notifier>,
+    task_jobs: scheduler::tasks::TaskJobs,
+    reminders: scheduler::reminders::TaskReminders,
     plugins: Arc<plugins::Plugins>,
+    scheduler: Arc<scheduler::Scheduler>,
     telegram: Arc<channels::telegram::Telegram>,
     computer: Arc<computer::Computer>,
     http: Option<(
@@ -362,6 +371,9 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         general,
         events.clone(),
     ));
+    let schedules = Arc::new(scheduler::ScheduleStore::open(&hub_db)?);
+    // Its own connection: the scheduler's data_version poll sees its writes too.
+    let task_schedules = Arc::new(scheduler::ScheduleStore::open(&hub_db)?);
     tracing::debug!(%general, "general project ready");
     // The owner's credential for the API: created at first start, read by the CLI.
     let token = owner::OwnerToken::load_or_create(&settings.home)?;
@@ -413,6 +425,34 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         plugin_deps,
         plugin_store,
     );
+    // Like the plugins: started once the hub is ready, never delaying it.
+    let scheduler = scheduler::Scheduler::start(
+        scheduler::SchedulerDeps {
+            store: schedules,
+            runtime: runtime.clone(),
+            agent: chat.agent.clone(),
+            secrets: chat.secrets.clone(),
+            urls: chat.urls.clone(),
+            notifier: notifier.clone(),
+            projects_dir: Some(chat.projects_dir.clone()),
+            clock: Arc::new(scheduler::SystemClock),
+        },
+        scheduler::SchedulerConfig::default(),
+    );
+    // Tasks' agent jobs and people's reminders, from the store's change feed.
+    let task_jobs = scheduler::tasks::TaskFollower::new(
+        store.clone(),
+        task_schedules.clone(),
+        runtime.clone(),
+        general,
+    )
+    .nudging(scheduler.clone());
+    let reminders = scheduler::reminders::Reminders::new(
+        store.clone(),
+        task_schedules,
+        runtime.clone(),
+        notifier.clone(),
+    );
     let state = api::ApiState {
         store: store.clone(),
         registry: registry.clone(),
@@ -422,6 +462,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         access,
         plugins: plugins.clone(),
         notifier: notifier.clone(),
+        scheduler: scheduler.clone(),
         telegram: telegram.clone(),
     };
     rpc.serve(state.clone());
@@ -442,6 +483,10 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     }
     // Started last, once nothing above can fail (its relays hold the stream).
     events.start(store.clone(), registry.clone());
+    // Approvals a scheduled run waits for reach the owner as notifications.
+    notifier.follow_agent(chat.agent.subscribe());
+    let task_jobs = scheduler::tasks::TaskJobs::start(task_jobs);
+    let reminders = scheduler::reminders::TaskReminders::start(reminders);
     tracing::info!(%id, ?sync_addrs, ?http_addr, relay = %settings.net.relay, "hub started");
     tracing::info!("{}", settings::away_from_home_notice(&settings.net.relay));
     Ok(Hub {
@@ -453,7 +498,10 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         chat,
         events,
         notifier,
+        task_jobs,
+        reminders,
         plugins,
+        scheduler,
         telegram,
         computer,
         http,
@@ -478,8 +526,9 @@ impl Hub {
     }
 
     /// Shuts down in order: the HTTP server stops accepting; Telegram stops taking
-    /// messages; chat turns are stopped (their streams end, so the server's open
-    /// responses finish, and Telegram's replies send their last edit); the plugins' servers
+    /// messages; the scheduler stops (no run starts, its runs are stopped and joined);
+    /// chat turns are stopped (their streams end, so the server's open responses finish,
+    /// and Telegram's replies send their last edit); the plugins' servers
     /// and the computer plugin's background processes are stopped (their process groups
     /// killed); the server drains; the iroh router
     /// lets sync sessions flush; the store checkpoints its WAL.
@@ -495,9 +544,14 @@ impl Hub {
         // Before the turns stop: no message is taken that could not be answered (an
         // update not yet confirmed stays with Telegram for the next start).
         self.telegram.stop_intake();
+        // Before the chat service stops the agent: scheduled runs end as `aborted`
+        // through the scheduler (recorded, not notified as failures) and none starts.
+        self.scheduler.shutdown().await;
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
         // Right after: its replies end with their turns' streams.
         self.telegram.shutdown().await;
+        self.task_jobs.shutdown().await;
+        self.reminders.shutdown().await;
         // After the turns: no tool call is left waiting on a server.
         self.plugins.shutdown().await;
         self.notifier.shutdown().await;

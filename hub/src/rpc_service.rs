@@ -284,8 +284,9 @@ struct Feed {
     done: bool,
 }
 
-/// Which events a device may see: chat and approvals of projects it reaches, device
-/// events if it is full-scope, never document events.
+/// Which events a device may see: chat and approvals of projects it reaches,
+/// notifications of projects it reaches (one tied to no project: full-scope devices
+/// only), device events if it is full-scope, never document events.
 struct EventFilter {
     device: RelayedDevice,
     store: DocumentStore,
@@ -299,6 +300,9 @@ struct EventKind<'a> {
     kind: Option<&'a str>,
     #[serde(borrow)]
     source: Option<&'a str>,
+    /// A notification's project (an id: never escaped, but a `Cow` reads any string).
+    #[serde(borrow)]
+    project: Option<std::borrow::Cow<'a, str>>,
 }
 
 impl EventFilter {
@@ -321,6 +325,11 @@ impl EventFilter {
         match (kind.kind, kind.source) {
             // The node has its own replica's document events.
             (Some("document"), _) | (Some("lost"), Some("documents")) => false,
+            (Some("notification"), _) => match kind.project.as_deref().map(str::parse::<DocId>) {
+                Some(Ok(project)) => self.reaches(project).await,
+                Some(Err(_)) => false,
+                None => self.device.scope.is_none(),
+            },
             // Device events, and anything else tied to no conversation: full-scope
             // devices only.
             _ => self.device.scope.is_none(),

@@ -425,3 +425,48 @@ async fn tasks_start_records_an_update_in_scope_only() {
         Err(ToolError::Invalid(_))
     ));
 }
+
+#[tokio::test]
+async fn completing_a_recurring_task_moves_its_due_on() {
+    let w = world();
+    let plants = w
+        .store
+        .create_blocking(Task {
+            project: Some(w.x.parse().expect("id")),
+            name: "water the plants".into(),
+            status: hearth_sync::TaskStatus::Recurring,
+            interval: Some("3d".into()),
+            due: Some("2020-01-01".into()),
+            ..Task::default()
+        })
+        .expect("task")
+        .id
+        .to_string();
+    let answer = run(
+        &w,
+        "tasks_update",
+        json!({"id": plants, "status": "complete"}),
+    )
+    .await
+    .expect("done");
+    let today = hearth_ui::local_now();
+    let next = hearth_sync::entity::next_due(Some("2020-01-01"), "3d", &today);
+    assert_eq!(
+        (answer["status"].as_str(), answer["due"].as_str()),
+        (Some("recurring"), Some(next.as_str()))
+    );
+    assert!(
+        answer["note"].as_str().expect("note").contains(&next),
+        "{answer}"
+    );
+    // An ordinary task completes.
+    let answer = run(
+        &w,
+        "tasks_update",
+        json!({"id": w.tasks[1], "status": "complete"}),
+    )
+    .await
+    .expect("complete");
+    assert_eq!(answer["status"], "complete");
+    assert!(answer.get("note").is_none());
+}

@@ -913,6 +913,134 @@ impl Patch for TaskPatch {
     }
 }
 
+impl Task {
+    /// Whether marking it done moves its due on instead of completing it: a person's
+    /// recurring task (an agent job is completed, which ends its schedule).
+    pub fn repeats_when_done(&self) -> bool {
+        self.status == TaskStatus::Recurring && self.interval.is_some() && !self.agent_job
+    }
+
+    /// The one meaning of "done", whoever marks it (the API, the agent, the CLI): a
+    /// recurring task's due moves on by its interval ([`next_due`]) and it stays open;
+    /// any other task becomes `complete`. `now` is the local `YYYY-MM-DD[THH:MM]`.
+    pub fn done_patch(&self, now: &str) -> TaskPatch {
+        match (&self.interval, self.repeats_when_done()) {
+            (Some(interval), true) => TaskPatch {
+                due: Some(Some(next_due(self.due.as_deref(), interval, now))),
+                ..TaskPatch::default()
+            },
+            _ => TaskPatch {
+                status: Some(TaskStatus::Complete),
+                ..TaskPatch::default()
+            },
+        }
+    }
+}
+
+/// A due value split: its date, and its time of day if it has one (with whether the
+/// time carried seconds, so the answer keeps the form it was given in).
+fn split_due(s: &str) -> Option<(chrono::NaiveDate, Option<(chrono::NaiveTime, bool)>)> {
+    validate_due(s).ok()?;
+    let (date, time) = match s.split_once('T') {
+        Some((d, t)) => (d, Some(t)),
+        None => (s, None),
+    };
+    let n = |p: &str| p.parse::<u32>().ok();
+    let mut ymd = date.split('-').map(n);
+    let (y, m, d) = (ymd.next()??, ymd.next()??, ymd.next()??);
+    let date = chrono::NaiveDate::from_ymd_opt(i32::try_from(y).ok()?, m, d)?;
+    let time = match time {
+        None => None,
+        Some(t) => {
+            let mut hms = t.split(':').map(n);
+            let (h, mi) = (hms.next()??, hms.next()??);
+            let sec = hms.next().flatten();
+            Some((
+                chrono::NaiveTime::from_hms_opt(h, mi, sec.unwrap_or(0))?,
+                sec.is_some(),
+            ))
+        }
+    };
+    Some((date, time))
+}
+
+fn format_due(date: chrono::NaiveDate, time: Option<(chrono::NaiveTime, bool)>) -> String {
+    use chrono::{Datelike, Timelike};
+    let day = format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day());
+    match time {
+        None => day,
+        Some((t, false)) => format!("{day}T{:02}:{:02}", t.hour(), t.minute()),
+        Some((t, true)) => format!("{day}T{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second()),
+    }
+}
+
+/// The due value a recurring task gets when it is done at `today` (`YYYY-MM-DD`, or
+/// `YYYY-MM-DDTHH:MM` — the time matters for hour intervals only).
+///
+/// Days, weeks, months and years move the due date on, counted from the original date
+/// each time (so the 31st stays the 31st where the month has one, else the month's last
+/// day), until it is after today; the time of day is kept. Hours move the due time on
+/// (a date-only due counts from 09:00, the hour a date-only due falls due on the hub)
+/// until it is after now. No due: counted from today (for hours, from now). An interval
+/// or `today` that does not parse leaves the due as it was (today when there was none):
+/// callers pass a validated task.
+pub fn next_due(due: Option<&str>, interval: &str, today: &str) -> String {
+    use chrono::{Duration, Months, NaiveTime};
+    let unchanged = || due.unwrap_or(today).to_string();
+    let (Ok(()), Some((now_date, now_time))) = (validate_interval(interval), split_due(today))
+    else {
+        return unchanged();
+    };
+    let (count, unit) = interval.split_at(interval.len() - 1);
+    let Ok(count) = count.parse::<u32>() else {
+        return unchanged();
+    };
+    let (from_date, from_time) = match due.and_then(split_due) {
+        Some(d) => d,
+        None if unit == "h" => (now_date, now_time),
+        None => (now_date, None),
+    };
+    match unit {
+        "h" => {
+            let nine = NaiveTime::from_hms_opt(9, 0, 0).unwrap_or(NaiveTime::MIN);
+            let (t, secs) = from_time.unwrap_or((nine, false));
+            let from = from_date.and_time(t);
+            let now = now_date.and_time(now_time.map_or(NaiveTime::MIN, |(t, _)| t));
+            let step = i64::from(count) * 3600;
+            let behind = (now - from).num_seconds();
+            let k = if behind < 0 { 1 } else { behind / step + 1 };
+            let next = from + Duration::seconds(k * step);
+            format_due(next.date(), Some((next.time(), secs)))
+        }
+        "d" | "w" => {
+            let days = i64::from(count) * if unit == "w" { 7 } else { 1 };
+            let behind = (now_date - from_date).num_days();
+            let k = if behind < 0 { 1 } else { behind / days + 1 };
+            format_due(from_date + Duration::days(k * days), from_time)
+        }
+        _ => {
+            use chrono::Datelike;
+            let months = count * if unit == "y" { 12 } else { 1 };
+            let behind = (now_date.year() - from_date.year()) * 12 + now_date.month() as i32
+                - from_date.month() as i32;
+            // A first guess one step short at most, then on until after today.
+            let mut k = (behind.max(0) as u32 / months).max(1);
+            loop {
+                let Some(date) = k
+                    .checked_mul(months)
+                    .and_then(|m| from_date.checked_add_months(Months::new(m)))
+                else {
+                    return unchanged();
+                };
+                if date > now_date {
+                    return format_due(date, from_time);
+                }
+                k += 1;
+            }
+        }
+    }
+}
+
 // ---- contact -------------------------------------------------------------------------------
 
 /// A contact.
@@ -1231,5 +1359,103 @@ mod tests {
         task.write_new(&mut doc).expect("write");
         assert_eq!(Task::read(&doc), task);
         task.validate().expect("valid");
+    }
+    #[test]
+    fn next_due_counts_from_the_original_date_and_keeps_the_time() {
+        // Days and weeks: on until after today.
+        assert_eq!(
+            next_due(Some("2026-03-01"), "3d", "2026-03-01"),
+            "2026-03-04"
+        );
+        assert_eq!(
+            next_due(Some("2026-03-01"), "3d", "2026-03-09"),
+            "2026-03-10"
+        );
+        assert_eq!(
+            next_due(Some("2026-03-01"), "3d", "2026-03-10"),
+            "2026-03-13"
+        );
+        assert_eq!(
+            next_due(Some("2026-03-05"), "1w", "2026-03-01"),
+            "2026-03-12"
+        );
+        assert_eq!(
+            next_due(Some("2026-03-01T07:30"), "1d", "2026-03-04T08:00"),
+            "2026-03-05T07:30"
+        );
+        // Months: the 31st stays the 31st where it can, the month's last day elsewhere.
+        assert_eq!(
+            next_due(Some("2026-01-31"), "1m", "2026-01-31"),
+            "2026-02-28"
+        );
+        assert_eq!(
+            next_due(Some("2026-01-31"), "1m", "2026-02-28"),
+            "2026-03-31"
+        );
+        assert_eq!(
+            next_due(Some("2026-01-31"), "1m", "2026-04-15"),
+            "2026-04-30"
+        );
+        assert_eq!(
+            next_due(Some("2024-02-29"), "1y", "2024-03-01"),
+            "2025-02-28"
+        );
+        assert_eq!(
+            next_due(Some("2024-02-29"), "1y", "2027-06-01"),
+            "2028-02-29"
+        );
+        assert_eq!(
+            next_due(Some("2020-05-10"), "2m", "2026-05-09"),
+            "2026-05-10"
+        );
+        // No due: from today.
+        assert_eq!(next_due(None, "2w", "2026-03-01"), "2026-03-15");
+        assert_eq!(next_due(None, "1d", "2026-03-01T10:00"), "2026-03-02");
+        // Hours: from the due time until after now; a date-only due counts from 09:00.
+        assert_eq!(
+            next_due(Some("2026-03-01T08:00"), "6h", "2026-03-01T20:00"),
+            "2026-03-02T02:00"
+        );
+        assert_eq!(
+            next_due(Some("2026-03-01T08:00:30"), "6h", "2026-03-01T07:00"),
+            "2026-03-01T14:00:30"
+        );
+        assert_eq!(
+            next_due(Some("2026-03-01"), "12h", "2026-03-02T08:59"),
+            "2026-03-02T09:00"
+        );
+        assert_eq!(next_due(None, "1h", "2026-03-01T23:30"), "2026-03-02T00:30");
+        // Nonsense leaves it be.
+        assert_eq!(
+            next_due(Some("2026-03-01"), "soon", "2026-03-05"),
+            "2026-03-01"
+        );
+    }
+
+    #[test]
+    fn done_moves_a_recurring_task_on_and_completes_the_rest() {
+        let plants = Task {
+            name: "water plants".into(),
+            status: TaskStatus::Recurring,
+            interval: Some("3d".into()),
+            due: Some("2026-12-01".into()),
+            ..Task::default()
+        };
+        let p = plants.done_patch("2026-12-01T18:00");
+        assert_eq!(p.due, Some(Some("2026-12-04".to_string())));
+        assert_eq!(p.status, None);
+        for other in [
+            Task {
+                agent_job: true,
+                ..plants.clone()
+            },
+            Task {
+                status: TaskStatus::Incomplete,
+                ..plants.clone()
+            },
+        ] {
+            let p = other.done_patch("2026-12-01");
+            assert_eq!((p.status, p.due), (Some(TaskStatus::Complete), None));
+        }
     }
 }

@@ -31,6 +31,7 @@ mod tasks;
 pub use api::{ApiError, ApiJson, ApiQuery, ApiResult, Page, PageQuery};
 pub use relayed::{find_relayed, RelayKind, RelayedMatch, RelayedRoute, RELAYED};
 pub use routes::{openapi, ApiRoutes, Op, Verb};
+pub use tasks::local_now;
 
 use axum::{extract::State, Json, Router};
 use dto::{JsonResult, ListedDto};

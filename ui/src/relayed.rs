@@ -3,8 +3,8 @@
 //! these, paths relative to the API root).
 //!
 //! Relayed: chat, approvals, conversation history, usage, the audit log, settings
-//! (runtime settings, provider keys, per-project tools and secrets), devices, and the
-//! event stream. Never relayed: `/auth/*` (the owner's browser sessions belong to one
+//! (runtime settings, provider keys, per-project tools and secrets), devices,
+//! notifications, schedules and their runs, and the event stream. Never relayed: `/auth/*` (the owner's browser sessions belong to one
 //! host) and the document routes (a node serves those from its own replica).
 //!
 //! This table says only *what* may travel. Who may use which route is the hub's decision
@@ -170,6 +170,44 @@ pub const RELAYED: &[RelayedRoute] = &[
         &[],
     ),
     fwd(Verb::Delete, "/devices/{id}", "Revoke a device", &[]),
+    fwd(
+        Verb::Get,
+        "/notifications",
+        "List notifications, newest first, with the unread count",
+        &["unread", "limit", "offset"],
+    ),
+    fwd(
+        Verb::Post,
+        "/notifications/read",
+        "Mark notifications read ({ids} or {all: true})",
+        &[],
+    ),
+    fwd(
+        Verb::Get,
+        "/schedules",
+        "List schedules",
+        &["project", "task", "limit", "offset"],
+    ),
+    fwd(Verb::Post, "/schedules", "Create a schedule", &[]),
+    fwd(Verb::Get, "/schedules/{id}", "Read a schedule", &[]),
+    fwd(Verb::Patch, "/schedules/{id}", "Change a schedule", &[]),
+    fwd(Verb::Delete, "/schedules/{id}", "Remove a schedule", &[]),
+    fwd(Verb::Post, "/schedules/{id}/pause", "Pause a schedule", &[]),
+    fwd(
+        Verb::Post,
+        "/schedules/{id}/resume",
+        "Resume a schedule",
+        &[],
+    ),
+    fwd(Verb::Post, "/schedules/{id}/run", "Run a schedule now", &[]),
+    fwd(Verb::Get, "/schedules/{id}/runs", "A schedule's runs", PAGE),
+    fwd(Verb::Get, "/runs/{id}", "Read a scheduled run", &[]),
+    fwd(
+        Verb::Post,
+        "/schedules/preview",
+        "Say a schedule's timing in words, without saving it",
+        &[],
+    ),
     RelayedRoute {
         verb: Verb::Get,
         path: "/events",

@@ -1,5 +1,8 @@
 //! `/tasks`: tasks and subtasks (list, get, create, patch, text patch against heads,
-//! delete with its subtasks). A listed task carries its `interval`.
+//! delete with its subtasks, done). A listed task carries its `interval`.
+//!
+//! "Done" is decided by `Task::done_patch` (a recurring task's due moves on and it stays
+//! open), never here; this file only supplies today's date, the machine's local one.
 
 use axum::{
     extract::{Path, State},
@@ -27,6 +30,12 @@ pub(crate) fn routes() -> ApiRoutes<DocumentStore> {
             get_entity::<Task, TaskDto>,
         )
         .route(Verb::Patch, "/tasks/{id}", "Change a task", patch_task)
+        .route(
+            Verb::Post,
+            "/tasks/{id}/done",
+            "Mark a task done: a recurring one moves its due on by its interval and stays open",
+            done_task,
+        )
         .route(
             Verb::Patch,
             "/tasks/{id}/text",
@@ -156,4 +165,22 @@ async fn delete_task(
 ) -> Result<StatusCode, ApiError> {
     store.delete_task_tree(parse_id(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Now as a task's due value, `YYYY-MM-DDTHH:MM`, in this machine's local time: what
+/// "today" means when a recurring task is done here. Hub and node both use the machine's
+/// zone (these routes do not know the hub's `timezone` setting; on a hub it defaults to
+/// the machine's zone anyway).
+pub fn local_now() -> String {
+    chrono::Local::now().format("%Y-%m-%dT%H:%M").to_string()
+}
+
+/// `POST /tasks/{id}/done`: answers the task as it is now.
+async fn done_task(
+    State(store): State<DocumentStore>,
+    Path(id): Path<String>,
+) -> JsonResult<TaskDto> {
+    let id = parse_id(&id)?;
+    let task = read_live::<Task>(&store, id).await?.record.value;
+    patch_entity(&store, id, task.done_patch(&local_now())).await
 }

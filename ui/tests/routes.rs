@@ -423,3 +423,34 @@ async fn tasks_patch_moves_and_clears_fields() {
     let done = api.ok("GET", "/tasks?status=complete", None).await;
     assert_eq!(done["total"], 1);
 }
+
+#[tokio::test]
+async fn done_moves_a_recurring_task_on_and_completes_the_rest() {
+    let api = Api::new();
+    let plants = id(&api
+        .ok(
+            "POST",
+            "/tasks",
+            Some(json!({"name": "water", "status": "recurring", "interval": "3d", "due": "2020-01-01"})),
+        )
+        .await);
+    let t = api.ok("POST", &format!("/tasks/{plants}/done"), None).await;
+    let due = t["due"].as_str().expect("due").to_string();
+    assert_eq!(t["status"], "recurring");
+    // On from the original date in steps of 3 days, to the first after today.
+    let today = hearth_ui::local_now()[..10].to_string();
+    let expected = hearth_sync::entity::next_due(Some("2020-01-01"), "3d", &today);
+    assert_eq!(due, expected);
+    assert!(due.as_str() > today.as_str(), "{due} after {today}");
+
+    let once = id(&api
+        .ok("POST", "/tasks", Some(json!({"name": "call"})))
+        .await);
+    let t = api.ok("POST", &format!("/tasks/{once}/done"), None).await;
+    assert_eq!(t["status"], "complete");
+    assert_eq!(
+        api.status("POST", &format!("/tasks/{MISSING}/done"), None)
+            .await,
+        StatusCode::NOT_FOUND
+    );
+}

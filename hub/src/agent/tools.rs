@@ -297,7 +297,7 @@ fn catalog() -> Vec<SystemEntry> {
           obj(json!({"status": s, "parent": s, "limit": n, "offset": n}), &[])),
         t("tasks_search", "Full-text search over tasks in this project.", Risk::Safe, true,
           obj(json!({"query": s, "limit": n}), &["query"])),
-        t("tasks_update", "Update a task's name, status, due date or notes.", Risk::Safe, true,
+        t("tasks_update", "Update a task's name, status, due date or notes. Marking a recurring task complete moves its due date on by its interval instead; it stays open.", Risk::Safe, true,
           obj(json!({"id": s, "name": s, "status": s, "due": s, "notes": s}), &["id"])),
         t("tasks_start", "Start working on a task now: records that it started and returns what it asks for.", Risk::Safe, true,
           obj(json!({"id": s}), &["id"])),
@@ -657,19 +657,42 @@ fn call_blocking(ctx: &ToolContext, name: &str, args: &Value) -> Result<Value, T
         "tasks_search" => scope.search(Kind::Task, args),
         "tasks_update" => {
             let rec = scope.task(need_str(args, "id")?)?;
-            let patch = TaskPatch {
+            let status = arg_str(args, "status")
+                .map(str::parse::<TaskStatus>)
+                .transpose()?;
+            let due = arg_str(args, "due").map(|d| Some(d.to_string()));
+            let mut patch = TaskPatch {
                 name: arg_str(args, "name").map(|n| TextEdit::Replace(n.to_string())),
-                status: arg_str(args, "status")
-                    .map(str::parse::<TaskStatus>)
-                    .transpose()?,
-                due: arg_str(args, "due").map(|d| Some(d.to_string())),
+                status,
+                due: due.clone(),
                 notes: arg_str(args, "notes").map(|n| TextEdit::Replace(n.to_string())),
                 ..TaskPatch::default()
             };
+            // "Complete" on a person's recurring task means done this time: its due
+            // moves on (from the due given in this call, if any) and it stays open.
+            let mut task = rec.value;
+            if let Some(d) = due {
+                task.due = d;
+            }
+            let rolls = status == Some(TaskStatus::Complete) && task.repeats_when_done();
+            if rolls {
+                let done = task.done_patch(&hearth_ui::local_now());
+                patch.status = done.status;
+                patch.due = done.due;
+            }
             let rec = store.update_blocking(rec.id, patch)?;
-            Ok(
-                json!({ "id": rec.id.to_string(), "name": rec.value.name, "status": rec.value.status.as_str() }),
-            )
+            let mut answer = json!({
+                "id": rec.id.to_string(), "name": rec.value.name,
+                "status": rec.value.status.as_str(), "due": rec.value.due,
+            });
+            if rolls {
+                answer["note"] = json!(format!(
+                    "A recurring task (every {}) is never completed: it stays open, next due {}.",
+                    rec.value.interval.as_deref().unwrap_or_default(),
+                    rec.value.due.as_deref().unwrap_or_default()
+                ));
+            }
+            Ok(answer)
         }
         "tasks_start" => {
             let rec = scope.task(need_str(args, "id")?)?;

@@ -11,13 +11,14 @@
 //!   relayed request is dispatched: settings, devices and the audit log are refused to a
 //!   device scoped to a project (`out_of_scope`), and everything that widens power
 //!   (deciding pairing requests, renaming, rescoping or revoking devices, provider keys,
-//!   tool permissions, secrets, settings changes) needs a full-scope device the owner
-//!   marked as admin (`admin_required`);
+//!   tool permissions, secrets, settings changes, schedule writes) needs a full-scope
+//!   device the owner marked as admin (`admin_required`);
 //! - per object, [`Caller`]'s methods, called by the handlers: a scoped device reaches
 //!   only the projects of its subtree (chat, abort, conversations and messages,
-//!   approvals, usage). A project outside it is `out_of_scope` whether or not it exists,
-//!   so a scoped device learns nothing about the rest; an approval outside it is not
-//!   found.
+//!   approvals, usage, notifications — one tied to no project is the full devices' —,
+//!   schedules and runs). A project outside it is `out_of_scope` whether or not it
+//!   exists, so a scoped device learns nothing about the rest; an approval, schedule or
+//!   run outside it is not found.
 //!
 //! The admin flag itself is set only by the owner (the hub's CLI, or `PATCH
 //! /devices/{id}` with the owner's credential), never by a relayed request.
@@ -94,6 +95,13 @@ pub fn route_rule(route: &RelayedRoute) -> Option<Rule> {
         | (Get, "/projects/{project}/conversations/{conversation}/messages")
         | (Patch, "/projects/{project}/conversations/{conversation}")
         | (Get, "/usage")
+        | (Get, "/notifications")
+        | (Post, "/notifications/read")
+        | (Get, "/schedules")
+        | (Get, "/schedules/{id}")
+        | (Get, "/schedules/{id}/runs")
+        | (Post, "/schedules/preview")
+        | (Get, "/runs/{id}")
         | (Get, "/events") => Rule::AnyDevice,
         (Get, "/audit")
         | (Get, "/settings")
@@ -110,7 +118,14 @@ pub fn route_rule(route: &RelayedRoute) -> Option<Rule> {
         | (Post, "/devices/approve")
         | (Post, "/devices/deny")
         | (Patch, "/devices/{id}")
-        | (Delete, "/devices/{id}") => Rule::Admin,
+        | (Delete, "/devices/{id}")
+        // A schedule's auto_approve lets its runs use tools unasked.
+        | (Post, "/schedules")
+        | (Patch, "/schedules/{id}")
+        | (Delete, "/schedules/{id}")
+        | (Post, "/schedules/{id}/pause")
+        | (Post, "/schedules/{id}/resume")
+        | (Post, "/schedules/{id}/run") => Rule::Admin,
         _ => return None,
     })
 }
@@ -301,7 +316,12 @@ mod tests {
             (Verb::Post, "/approvals/x"),
             (Verb::Get, "/projects/p/conversations"),
             (Verb::Get, "/usage"),
+            (Verb::Get, "/notifications"),
+            (Verb::Post, "/notifications/read"),
             (Verb::Get, "/events"),
+            (Verb::Get, "/schedules"),
+            (Verb::Get, "/schedules/s1/runs"),
+            (Verb::Get, "/runs/7"),
         ] {
             assert_eq!(
                 code(verb, path, &scoped),
@@ -325,6 +345,12 @@ mod tests {
             (Verb::Put, "/projects/p/secrets/token"),
             (Verb::Delete, "/projects/p/secrets/token"),
             (Verb::Patch, "/settings"),
+            (Verb::Post, "/schedules"),
+            (Verb::Patch, "/schedules/s1"),
+            (Verb::Delete, "/schedules/s1"),
+            (Verb::Post, "/schedules/s1/pause"),
+            (Verb::Post, "/schedules/s1/resume"),
+            (Verb::Post, "/schedules/s1/run"),
         ] {
             assert_eq!(code(verb, path, &plain), Some("admin_required"), "{path}");
             assert_eq!(code(verb, path, &admin), None, "{path}");

@@ -95,3 +95,31 @@ impl From<PluginError> for ApiError {
         }
     }
 }
+
+impl From<crate::notify::NotifyError> for ApiError {
+    fn from(e: crate::notify::NotifyError) -> Self {
+        match e {
+            crate::notify::NotifyError::ShuttingDown => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting_down",
+                "the hub is shutting down",
+            ),
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<crate::scheduler::ScheduleError> for ApiError {
+    fn from(e: crate::scheduler::ScheduleError) -> Self {
+        use crate::scheduler::ScheduleError as E;
+        let msg = e.to_string();
+        match e {
+            E::NotFound(_) => ApiError::not_found(msg),
+            E::Invalid(_) => ApiError::bad_request(msg),
+            E::Exists(_) => ApiError::conflict(msg),
+            E::Busy(_) => ApiError::new(StatusCode::CONFLICT, "running", msg),
+            E::Stopped => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "shutting_down", msg),
+            other => ApiError::internal(other),
+        }
+    }
+}

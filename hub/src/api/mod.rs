@@ -5,9 +5,10 @@
 //!
 //! Architecture Invariant: this module holds routes and DTOs only, no business logic.
 //! A handler parses its input, calls one domain service (the document store, the device
-//! registry, the chat service, owner sessions, runtime settings, plugins) and shapes the answer;
-//! every domain error maps into [`ApiError`] (see `errors.rs`). rusqlite work runs in
-//! `spawn_blocking`; no handler holds a lock across an `.await`.
+//! registry, the chat service, owner sessions, runtime settings, plugins, notifications,
+//! the scheduler) and shapes the answer; every domain error maps into [`ApiError`] (see
+//! `errors.rs`). rusqlite work runs in `spawn_blocking`; no handler holds a lock across
+//! an `.await`.
 //!
 //! Architecture Invariant: every route but `GET /api/v1/health` and the login link's
 //! `GET /api/v1/auth/login` needs the owner's credential (or is a route of the relay
@@ -29,8 +30,11 @@ mod chat;
 mod devices;
 mod errors;
 pub mod guard;
+mod notifications;
 mod plugins;
 mod records;
+mod schedule_preview;
+mod schedules;
 mod settings;
 
 use std::sync::{Arc, OnceLock};
@@ -66,6 +70,8 @@ pub struct ApiState {
     pub plugins: Arc<crate::plugins::Plugins>,
     /// Notifications: kept, published, handed to channels.
     pub notifier: Arc<crate::notify::Notifier>,
+    /// Schedules: their store and the running scheduler.
+    pub scheduler: Arc<crate::scheduler::Scheduler>,
     /// The Telegram channel (the owner's only).
     pub telegram: Arc<crate::channels::telegram::Telegram>,
 }
@@ -95,6 +101,9 @@ pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
         .merge(chat::routes())
         .merge(settings::routes())
         .merge(plugins::routes())
+        .merge(notifications::routes())
+        .merge(schedules::routes())
+        .merge(schedule_preview::routes())
         .merge(channels::routes())
         .merge(hearth_ui::events::socket::routes(
             state.chat.events.ring().clone(),

@@ -1,8 +1,8 @@
 //! The API's state over a fresh data directory, for the tests that drive the hub's
 //! handlers in process (the owner's router and the rpc relay): a store with `general`,
 //! an agent whose provider is never reached (a loopback port nothing listens on), the
-//! owner's token and sessions, the device registry, the runtime settings and the plugin
-//! supervisor.
+//! owner's token and sessions, the device registry, the runtime settings, the plugin
+//! supervisor and the scheduler.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -131,17 +131,34 @@ pub async fn api_state(home: &Path) -> TestState {
         },
         plugin_store,
     );
+    let runtime = Arc::new(RuntimeStore::open(&hub_db).expect("runtime"));
     let notifier = Arc::new(hearth_hub::notify::Notifier::open(&hub_db, events).expect("notifier"));
+    let scheduler = hearth_hub::scheduler::Scheduler::start(
+        hearth_hub::scheduler::SchedulerDeps {
+            store: Arc::new(
+                hearth_hub::scheduler::ScheduleStore::open(&hub_db).expect("schedules"),
+            ),
+            runtime: runtime.clone(),
+            agent: chat.agent.clone(),
+            secrets: chat.secrets.clone(),
+            urls: chat.urls.clone(),
+            notifier: notifier.clone(),
+            projects_dir: None,
+            clock: Arc::new(hearth_hub::scheduler::SystemClock),
+        },
+        hearth_hub::scheduler::SchedulerConfig::default(),
+    );
     let chat_service = chat.clone();
     let state = ApiState {
         store,
         registry: Arc::new(DeviceRegistry::open(&hub_db).expect("registry")),
         tracker: Arc::new(ConnectionTracker::default()),
         chat,
-        runtime: Arc::new(RuntimeStore::open(&hub_db).expect("runtime")),
+        runtime,
         access,
         plugins,
         notifier: notifier.clone(),
+        scheduler,
         telegram: hearth_hub::channels::telegram::Telegram::start(
             "http://127.0.0.1:9",
             &hub_db,

@@ -1,6 +1,6 @@
 //! `hearth task add|list|done`.
 
-use hearth_sync::{DocumentStore, Filter, Kind, Task, TaskPatch, TaskStatus};
+use hearth_sync::{DocumentStore, Filter, Kind, Task, TaskStatus};
 
 #[derive(clap::Subcommand)]
 pub(crate) enum TaskCommand {
@@ -20,6 +20,9 @@ pub(crate) enum TaskCommand {
         /// Notes.
         #[arg(long, default_value = "")]
         notes: String,
+        /// Repeat every interval (`1d`, `2w`, `1m`, `1y`): a recurring task.
+        #[arg(long)]
+        interval: Option<String>,
     },
     /// List tasks.
     List {
@@ -30,7 +33,8 @@ pub(crate) enum TaskCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Mark a task complete.
+    /// Mark a task done: a recurring one moves its due date on by its interval and
+    /// stays open (today is this machine's local date).
     Done {
         /// Id or unique prefix.
         id: String,
@@ -51,6 +55,7 @@ pub(crate) fn run(
             parent,
             project,
             notes,
+            interval,
         } => {
             let parent = parent
                 .map(|p| super::resolve(store, Kind::Task, &p))
@@ -65,6 +70,12 @@ pub(crate) fn run(
                 parent,
                 project,
                 notes,
+                status: if interval.is_some() {
+                    TaskStatus::Recurring
+                } else {
+                    TaskStatus::Incomplete
+                },
+                interval,
                 ..Task::default()
             })?;
             println!("{}", rec.id);
@@ -100,14 +111,12 @@ pub(crate) fn run(
         }
         TaskCommand::Done { id } => {
             let id = super::resolve(store, Kind::Task, &id)?;
-            store.update_blocking(
-                id,
-                TaskPatch {
-                    status: Some(TaskStatus::Complete),
-                    ..TaskPatch::default()
-                },
-            )?;
-            println!("done {id}");
+            let task = store.get_blocking::<Task>(id)?.value;
+            let rec = store.update_blocking(id, task.done_patch(&hearth_ui::local_now()))?;
+            match (task.repeats_when_done(), rec.value.due) {
+                (true, Some(due)) => println!("done {id}, next due {due}"),
+                _ => println!("done {id}"),
+            }
         }
     }
     Ok(())

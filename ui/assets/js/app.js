@@ -11,12 +11,14 @@
 import * as api from './api.js';
 import { h, replace, ago } from './dom.js';
 import { projectTree } from './projects.js';
+import { notificationBell } from './notify/bell.js';
 
 /** The pages, in the side bar's order. `hub: true`: served by the hub (a node relays it). */
 export const PAGES = [
   { path: 'chat', title: 'Chat', key: 'c', hub: true },
   { path: 'notes', title: 'Notes', key: 'n' },
   { path: 'tasks', title: 'Tasks', key: 't' },
+  { path: 'schedules', title: 'Schedules', key: 'r', hub: true },
   { path: 'contacts', title: 'Contacts', key: 'o' },
   { path: 'skills', title: 'Skills', key: 'k' },
   { path: 'projects', title: 'Projects', key: 'p' },
@@ -25,6 +27,7 @@ export const PAGES = [
   { path: 'devices', title: 'Devices', key: 'd', hub: true },
   { path: 'usage', title: 'Usage', key: 'u', hub: true },
   { path: 'audit', title: 'Audit log', key: 'a', hub: true },
+  { path: 'notifications', title: 'Notifications', key: 'i', hub: true },
 ];
 
 const PROJECT_KEY = 'hearth.project';
@@ -121,6 +124,7 @@ const topbar = h('header', { class: 'topbar' });
 const banner = h('div', { class: 'banner', role: 'alert', hidden: true });
 const sidebar = h('nav', { class: 'sidebar', id: 'sidebar', 'aria-label': 'Projects and pages' });
 const main = h('main', { id: 'main', tabindex: '-1' });
+const bell = notificationBell({ toast });
 
 function renderTopbar() {
   const s = state.server;
@@ -153,6 +157,7 @@ function renderTopbar() {
     h('span', { class: 'server-kind' }, s.kind === 'node' ? 'laptop' : 'hub'),
     h('span', { class: 'spacer' }),
     ...status,
+    bell.el,
   );
   const offline = s.kind === 'node' && s.status && !s.status.online;
   banner.hidden = !offline;
@@ -415,6 +420,7 @@ async function start() {
     });
     statusTimer = setInterval(refreshStatus, 3000);
   }
+  bell.start();
   api.events.start();
   addEventListener('hashchange', route);
   addEventListener('keydown', onKey);

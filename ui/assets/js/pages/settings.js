@@ -1,6 +1,6 @@
 // pages/settings.js: the Settings page: provider keys, models, the agent's instructions,
-// one project's instructions, tool permissions and secrets, and this server's signed-in
-// browsers.
+// the hub's time zone and quiet hours, one project's instructions, tool permissions and
+// secrets, and this server's signed-in browsers.
 //
 // Owns: reading and changing runtime settings (`GET/PATCH /settings`), provider keys
 // (`GET /settings/providers`, `PUT /settings/providers/{name}`), a project's instructions
@@ -13,7 +13,8 @@
 //
 // data-test: "provider-row" (data-provider), "provider-key", "save-key", "provider-mask";
 // "chat-model", "summary-model", "embedding-model", "approval-timeout", "save-models";
-// "agent-instructions", "save-instructions"; "settings-project" (the project select),
+// "agent-instructions", "save-instructions"; "timezone", "quiet-on", "quiet-start",
+// "quiet-end", "save-time", "zone-now"; "settings-project" (the project select),
 // "project-instructions", "save-project-instructions"; "tool-row" (data-tool),
 // "tool-permission"; "secret-row" (data-secret), "delete-secret", "confirm-delete-secret",
 // "secret-name", "secret-value", "save-secret"; "session-row", "end-session",
@@ -210,6 +211,116 @@ function runtime(ctx, modelsEl, instructionsEl) {
     }
   };
   return load;
+}
+
+// ---------------------------------------------------------------- time and quiet hours
+
+/** Every IANA zone name this browser knows (for suggestions; the hub checks the name). */
+function zoneNames() {
+  try {
+    return Intl.supportedValuesOf('timeZone');
+  } catch {
+    return [];
+  }
+}
+
+/** "14:05 on Thu 15 Jan" in `zone`, or null if the browser does not know it. */
+function timeIn(zone) {
+  try {
+    return new Date().toLocaleString(undefined, {
+      timeZone: zone,
+      hour: '2-digit',
+      minute: '2-digit',
+      weekday: 'short',
+      day: 'numeric',
+      month: 'short',
+    });
+  } catch {
+    return null;
+  }
+}
+
+function timePart(ctx, el) {
+  return section(
+    el,
+    'the time zone and quiet hours',
+    () => api.get('/settings'),
+    (s) => {
+      const names = zoneNames();
+      if (s.timezone && !names.includes(s.timezone)) names.unshift(s.timezone);
+      const zone = h('input', {
+        type: 'text',
+        list: 'zone-names',
+        value: s.timezone,
+        spellcheck: 'false',
+        autocomplete: 'off',
+        placeholder: 'Europe/Paris',
+        dataset: { test: 'timezone' },
+      });
+      const now = h('small', { class: 'hint', dataset: { test: 'zone-now' }, 'aria-live': 'polite' });
+      const sayNow = () => {
+        const t = timeIn(zone.value.trim());
+        now.textContent = t ? `It is ${t} there now.` : 'Not a zone this browser knows; the hub will say if it does.';
+      };
+      zone.addEventListener('input', sayNow);
+      sayNow();
+      const quiet = s.quiet_hours;
+      const on = h('input', { type: 'checkbox', checked: !!quiet, dataset: { test: 'quiet-on' } });
+      const start = h('input', { type: 'time', value: quiet?.start ?? '22:00', dataset: { test: 'quiet-start' } });
+      const end = h('input', { type: 'time', value: quiet?.end ?? '07:00', dataset: { test: 'quiet-end' } });
+      const follow = () => {
+        start.disabled = !on.checked;
+        end.disabled = !on.checked;
+      };
+      on.addEventListener('change', follow);
+      follow();
+      const save = action(
+        ctx,
+        'Save time settings',
+        { class: 'primary', type: 'submit', dataset: { test: 'save-time' } },
+        async () => {
+          const timezone = zone.value.trim();
+          if (!timezone) throw new Error('Name a time zone, like Europe/Paris.');
+          if (on.checked && (!start.value || !end.value)) throw new Error('Quiet hours need a start and an end.');
+          await api.patch('/settings', {
+            timezone,
+            quiet_hours: on.checked ? { start: start.value.slice(0, 5), end: end.value.slice(0, 5) } : null,
+          });
+          ctx.toast(on.checked ? `Quiet from ${start.value} to ${end.value} (${timezone})` : `Time zone ${timezone}, no quiet hours`, 'ok');
+        },
+      );
+      return h(
+        'form',
+        { class: 'grid-form', onsubmit: (e) => (e.preventDefault(), save.click()) },
+        h('datalist', { id: 'zone-names' }, names.map((n) => h('option', { value: n }))),
+        h(
+          'label',
+          { class: 'field' },
+          h('span', null, 'Time zone'),
+          zone,
+          h('small', { class: 'hint' }, 'Schedules without their own zone, date-only due dates and quiet hours use it.'),
+          now,
+        ),
+        h(
+          'fieldset',
+          { class: 'quiet-hours' },
+          h('legend', null, h('label', { class: 'check' }, on, 'Quiet hours')),
+          h(
+            'div',
+            { class: 'row' },
+            h('label', { class: 'inline' }, h('span', null, 'From'), start),
+            h('label', { class: 'inline' }, h('span', null, 'to'), end),
+          ),
+          h(
+            'small',
+            { class: 'hint' },
+            'Notifications that come meanwhile are listed without a toast, and Telegram delivers them silently. May span midnight.',
+          ),
+        ),
+        h('div', { class: 'row' }, save),
+      );
+    },
+  );
 }
 
 // ---------------------------------------------------------------- one project
@@ -544,6 +655,7 @@ export default {
     const keysEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const modelsEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const instructionsEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
+    const timeEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const projectEl = h('div');
     const sessionsEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const onNode = ctx.server.kind === 'node';
@@ -557,6 +669,7 @@ export default {
         h('a', { href: '#keys' }, 'Keys'),
         h('a', { href: '#models' }, 'Models'),
         h('a', { href: '#instructions' }, 'Instructions'),
+        h('a', { href: '#time' }, 'Time'),
         h('a', { href: '#project' }, 'Project'),
         h('a', { href: '#browsers' }, 'Browsers'),
       ),
@@ -572,6 +685,12 @@ export default {
         'The agent’s instructions',
         'What the agent is told in every conversation, before each project’s own instructions.',
         instructionsEl,
+      ),
+      card(
+        'time',
+        'Time zone and quiet hours',
+        'The hub’s clock, and when its notifications stay quiet.',
+        timeEl,
       ),
       card('project', 'Per project', 'Instructions, tools and secrets of one project.', projectEl),
       card(
@@ -596,10 +715,11 @@ export default {
 
     const reloadKeys = providers(ctx, keysEl);
     const reloadRuntime = runtime(ctx, modelsEl, instructionsEl);
+    const reloadTime = timePart(ctx, timeEl);
     const project = projectPart(ctx, projectEl);
     const reloadSessions = sessions(ctx, sessionsEl);
 
-    const reloadHub = () => Promise.all([reloadKeys(), reloadRuntime(), project.reload()]);
+    const reloadHub = () => Promise.all([reloadKeys(), reloadRuntime(), reloadTime(), project.reload()]);
     ctx.on('hub', (online) => online && reloadHub());
     ctx.on('resync', () => {
       reloadHub();

@@ -1,11 +1,12 @@
-// records/dates.js: due dates (`YYYY-MM-DD[THH:MM]`) and recurrence intervals (`3d`,
-// `2w`, `1m`, `1y`) as tasks store them, read and written in the person's local time.
+// records/dates.js: due dates (`YYYY-MM-DD[THH:MM]`) and recurrence intervals (`6h`,
+// `3d`, `2w`, `1m`, `1y`) as tasks store them, read and written in the person's local time.
 //
 // Owns: formatting a due date ("today", "Tue", "3 Dec"), telling overdue ones, saying
-// an interval in words, and moving a recurring task's due date on. Must never guess a
-// time zone: a due date is a local calendar date, as the person typed it.
+// an interval in words. Must never guess a time zone (a due date is a local calendar
+// date, as the person typed it) nor move a recurring task's due date on (the API's
+// `POST /tasks/{id}/done` does).
 
-const UNITS = { d: ['day', 'days'], w: ['week', 'weeks'], m: ['month', 'months'], y: ['year', 'years'] };
+const UNITS = { h: ['hour', 'hours'], d: ['day', 'days'], w: ['week', 'weeks'], m: ['month', 'months'], y: ['year', 'years'] };
 
 /** Today's local date as `YYYY-MM-DD`. */
 export function today() {
@@ -65,7 +66,7 @@ export function formatDue(due) {
 
 /** `{count, unit}` of an interval (`3d` → {3, 'd'}), or null. */
 export function parseInterval(s) {
-  const m = /^(\d+)([dwmy])$/.exec(s ?? '');
+  const m = /^(\d+)([hdwmy])$/.exec(s ?? '');
   return m ? { count: Number(m[1]), unit: m[2] } : null;
 }
 
@@ -75,36 +76,4 @@ export function intervalText(s) {
   if (!i) return s ? `every ${s}` : '';
   const [one, many] = UNITS[i.unit];
   return i.count === 1 ? `every ${one}` : `every ${i.count} ${many}`;
-}
-
-function add(date, { count, unit }) {
-  const d = new Date(date);
-  if (unit === 'd') d.setDate(d.getDate() + count);
-  else if (unit === 'w') d.setDate(d.getDate() + 7 * count);
-  else {
-    // Months and years keep the day of month, falling back to the month's last day.
-    const day = d.getDate();
-    d.setDate(1);
-    if (unit === 'm') d.setMonth(d.getMonth() + count);
-    else d.setFullYear(d.getFullYear() + count);
-    const last = new Date(d.getFullYear(), d.getMonth() + 1, 0).getDate();
-    d.setDate(Math.min(day, last));
-  }
-  return d;
-}
-
-/**
- * The next due date of a recurring task done now: its due date moved on by `interval`
- * until it is after today (from today when it had none). Keeps the time of day.
- */
-export function nextDue(due, interval) {
-  const i = parseInterval(interval);
-  if (!i) return due;
-  const d = splitDue(due) ?? { date: today(), time: '' };
-  const t = parseDate(today());
-  const from = parseDate(d.date);
-  // Counted from the original date each time, so the 31st stays the 31st where it can.
-  let date = add(from, i);
-  for (let k = 2; date <= t && k < 10000; k++) date = add(from, { count: i.count * k, unit: i.unit });
-  return d.time ? `${iso(date)}T${d.time}` : iso(date);
 }

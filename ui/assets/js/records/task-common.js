@@ -2,18 +2,17 @@
 // (records/task-detail.js) both draw: the done checkbox, the due date and recurrence
 // labels, and the order of subtasks.
 //
-// Owns: what "done" means for a recurring task (its due date moves on by its interval
-// and it stays open), decided from the task as the page last read it (a listed row
-// carries its interval; the page reads it again on every live change). Must never keep
-// a task past the draw it came with.
+// Owns: the done checkbox's calls (done is `POST /tasks/{id}/done`, where the API moves a
+// recurring task's due date on; undone sets the status back). Must never decide what
+// "done" means for a recurring task itself, nor keep a task past the draw it came with.
 //
 // data-test: "task-done" (the checkbox), "task-due" (class "overdue" when late),
-// "task-repeat".
+// "task-repeat" (says "agent" for an agent job).
 
 import * as api from '../api.js';
 import { h } from '../dom.js';
 import { errorText } from './common.js';
-import { formatDue, intervalText, isOverdue, nextDue } from './dates.js';
+import { formatDue, intervalText, isOverdue } from './dates.js';
 
 export const isOpen = (s) => s === 'incomplete' || s === 'recurring';
 
@@ -27,19 +26,20 @@ export function bySteps(a, b) {
 }
 
 /**
- * Marks `task` (a listed row or the task read whole) done or not. A recurring task is
- * never "done": its due date moves on by its interval. Answers a message for a toast, or
- * null.
+ * Marks `task` (a listed row or the task read whole) done or not. "Done" is the API's
+ * (`POST /tasks/{id}/done`): a recurring task is never done, its due date moves on by
+ * its interval. Answers a message for a toast, or null.
  */
 async function setDone(task, done) {
   const path = `/tasks/${encodeURIComponent(task.id)}`;
-  if (done && task.status === 'recurring' && task.interval) {
-    const due = nextDue(task.due, task.interval);
-    await api.patch(path, { due });
-    return `“${task.title ?? task.name}” repeats ${intervalText(task.interval)}: next due ${formatDue(due)}.`;
+  if (done) {
+    const after = await api.post(`${path}/done`);
+    if (after.status === 'recurring') {
+      return `“${after.name}” repeats ${intervalText(after.interval)}: next due ${formatDue(after.due)}.`;
+    }
+    return null;
   }
-  const status = done ? 'complete' : task.interval ? 'recurring' : 'incomplete';
-  await api.patch(path, { status });
+  await api.patch(path, { status: task.interval ? 'recurring' : 'incomplete' });
   return null;
 }
 
@@ -71,10 +71,10 @@ export function doneBox(task, ctx, after) {
   return box;
 }
 
-/** "↻ every 3 days" for a repeating task, or null. */
+/** "↻ every 3 days" for a repeating task ("↻ agent · every 6 hours" for an agent job), or null. */
 export function repeatLabel(task) {
   if (task.status !== 'recurring') return null;
-  const every = intervalText(task.interval);
+  const every = [task.agent_job ? 'agent' : null, intervalText(task.interval)].filter(Boolean).join(' · ');
   return h(
     'span',
     { class: 'task-repeat', title: every ? `Repeats ${every}` : 'Repeats', 'data-test': 'task-repeat' },

@@ -1,8 +1,9 @@
 // records/task-detail.js: the task editor at `#/tasks/<id>` (title, notes, status, due
-// date and time, recurrence, project, parent, subtasks, delete), beside the list on a
-// wide screen.
+// date and time, recurrence, agent job, project, parent, subtasks, delete), beside the
+// list on a wide screen.
 //
-// Owns: how a recurrence is chosen (a unit and a count, stored as `3d`), keeping a
+// Owns: how a recurrence is chosen (a unit and a count, stored as `3d`; hours only for
+// an agent job, whose schedule on the hub records/task-job.js shows), keeping a
 // task's subtasks in its project when it moves, and saying that deleting it deletes
 // them (`DELETE /tasks/<id>` takes them in one go). Must never build markup from
 // strings; text fields save through records/editor.js (splices).
@@ -10,7 +11,8 @@
 // data-test: "task-detail" (data-id), "task-gone", "task-title", "task-notes",
 // "task-status", "task-due-date", "task-due-time", "task-due-clear",
 // "task-repeat-unit", "task-repeat-count", "task-repeat-unit-word", "task-project",
-// "task-parent", "task-subtasks", "task-subtask-input", "task-item", "task-open",
+// "task-parent", "task-subtasks", those of records/task-job.js ("task-agent-job",
+// "task-job", …), "task-subtask-input", "task-item", "task-open",
 // "task-done", "save-state", "delete", "delete-confirm", "error".
 
 import * as api from '../api.js';
@@ -31,9 +33,14 @@ import { parseInterval, splitDue } from './dates.js';
 import { recordEditor } from './editor.js';
 import { saveState } from './split.js';
 import { bySteps, doneBox, dueLabel, isOpen, repeatLabel } from './task-common.js';
+import { taskJob } from './task-job.js';
 
-/** Per interval unit: the choice's name, and the unit after "every 1" and "every n". */
+/**
+ * Per interval unit: the choice's name, and the unit after "every 1" and "every n".
+ * Hours are for agent jobs only (a person's chore repeats in days at the least).
+ */
 const REPEAT_WORDS = {
+  h: ['Hourly', 'hour', 'hours'],
   d: ['Daily', 'day', 'days'],
   w: ['Weekly', 'week', 'weeks'],
   m: ['Monthly', 'month', 'months'],
@@ -136,15 +143,32 @@ export async function taskDetail(pane, ctx, id) {
     'data-test': 'task-repeat-count',
     onchange: () => saveRepeat(),
   });
-  const repeatUnit = h(
-    'select',
-    { 'aria-label': 'Repeats', 'data-test': 'task-repeat-unit', onchange: () => saveRepeat() },
-    h('option', { value: '' }, 'Never'),
-    Object.entries(REPEAT_WORDS).map(([k, [name]]) => h('option', { value: k }, name)),
-  );
+  const repeatUnit = h('select', {
+    'aria-label': 'Repeats',
+    'data-test': 'task-repeat-unit',
+    onchange: () => saveRepeat(),
+  });
+  let hoursOffered = null;
+  /** The unit choices: hours while it is an agent job (or already repeats in hours). */
+  function repeatChoices(t) {
+    const hours = Boolean(t.agent_job) || parseInterval(t.interval)?.unit === 'h';
+    if (hours === hoursOffered) return;
+    hoursOffered = hours;
+    const value = repeatUnit.value;
+    replace(
+      repeatUnit,
+      h('option', { value: '' }, 'Never'),
+      Object.entries(REPEAT_WORDS)
+        .filter(([k]) => hours || k !== 'h')
+        .map(([k, [name]]) => h('option', { value: k }, name)),
+    );
+    repeatUnit.value = value;
+  }
+  repeatChoices(task);
   const repeatText = h('span', { 'data-test': 'task-repeat-unit-word' });
   const repeatEvery = h('span', { class: 'repeat-every' }, 'every', repeatCount, repeatText);
   editor.scalar('interval', repeatUnit, (iv) => {
+    repeatChoices(editor.record);
     const p = parseInterval(iv);
     repeatUnit.value = p?.unit ?? '';
     if (document.activeElement !== repeatCount) repeatCount.value = p?.count ?? 1;
@@ -292,9 +316,13 @@ export async function taskDetail(pane, ctx, id) {
     }
   }
 
+  const job = taskJob(ctx, editor, patch);
+
   const parentLink = h('p', { class: 'muted task-parent-link' });
   let shownParent;
   function draw(t) {
+    repeatChoices(t);
+    job.update(t);
     replace(
       check,
       doneBox({ ...t, title: t.name }, ctx, () => editor.refresh()),
@@ -321,10 +349,12 @@ export async function taskDetail(pane, ctx, id) {
         ['Status', status],
         ['Due', h('div', { class: 'row' }, dueDate, dueTime, dueClear), dueNote],
         ['Repeats', h('div', { class: 'row' }, repeatUnit, repeatEvery)],
+        ['Agent job', job.toggle],
         ['Project', project],
         ['Subtask of', parent, parentHint],
       ]),
       field('Notes', notes),
+      job.panel,
       subBox,
       h(
         'div',
@@ -351,5 +381,8 @@ export async function taskDetail(pane, ctx, id) {
 
   followRecord(ctx, 'task', 'tasks', editor, pane, { refreshed: loadRelatives });
   ctx.on('projects', () => editor.reread());
-  return () => editor.close();
+  return () => {
+    job.close();
+    return editor.close();
+  };
 }
