@@ -1,5 +1,5 @@
-//! The `hearth-hub` command line: run the hub, manage devices, plugins, schedules and
-//! owner sessions, print a pair ticket or a login link.
+//! The `hearth-hub` command line: run the hub, manage devices, plugins, schedules, the
+//! Telegram channel and owner sessions, print a pair ticket or a login link.
 //!
 //! A binary edge: `anyhow` is allowed here (and in the CLI's HTTP client) and nowhere
 //! else in the crate. The binary is a one-line wrapper so tests can run the same code from
@@ -96,6 +96,10 @@ enum Command {
     /// second; `run-now` needs it running).
     #[command(subcommand)]
     Schedules(crate::scheduler::cli::SchedulesCommand),
+    /// The Telegram channel: bot token, allowed chats (the running hub picks changes up
+    /// within a couple of seconds).
+    #[command(subcommand)]
+    Telegram(crate::channels::telegram::cli::TelegramCommand),
 }
 
 #[derive(Subcommand)]
@@ -389,6 +393,11 @@ async fn main_async(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Plugins(cmd) => plugins_command(&home, cmd)?,
         Command::Schedules(cmd) => crate::scheduler::cli::run(&home, cmd).await?,
+        Command::Telegram(cmd) => {
+            let api = crate::settings::load(home.clone(), cli.run)?.telegram_api;
+            let resolve = |what: &str| resolve_project(&home, what);
+            crate::channels::telegram::cli::run(&home, &api, cmd, &resolve).await?;
+        }
         Command::Devices(cmd) => {
             let reg = registry()?;
             match cmd {

@@ -317,6 +317,7 @@ CREATE TABLE channel_chats (
 );
 CREATE TABLE channel_state (
   channel TEXT PRIMARY KEY NOT NULL,
+  enabled INTEGER NOT NULL DEFAULT 1,
   state TEXT NOT NULL DEFAULT '{}',
   updated_at INTEGER NOT NULL
 );

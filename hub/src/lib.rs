@@ -36,7 +36,8 @@
 //! - [`scheduler`]: schedules, their runs, tasks' agent jobs and reminders;
 //! - [`notify`]: notifications (kept, published, handed to channels, quiet in quiet
 //!   hours), the approvals scheduled runs wait for, and the read side the API lists;
-//! - [`channels`]: the interface message channels (Telegram) implement.
+//! - [`channels`]: the interface message channels implement, and the Telegram channel
+//!   (started after the hub is ready, stopped before the chat turns are).
 //!
 //! Architecture Invariant: no connection on `hearth/sync/1` or `hearth/rpc/1` from a key
 //! that is not a paired, unrevoked device gets past the TLS handshake hook.
@@ -123,6 +124,9 @@ pub enum HubError {
     /// The schedules could not be opened.
     #[error(transparent)]
     Schedule(#[from] scheduler::ScheduleError),
+    /// The Telegram channel could not be opened.
+    #[error(transparent)]
+    Telegram(#[from] channels::telegram::TelegramError),
     /// The identity key failed.
     #[error(transparent)]
     Identity(#[from] hearth_net::IdentityError),
@@ -156,6 +160,7 @@ pub struct Hub {
     reminders: scheduler::reminders::TaskReminders,
     plugins: Arc<plugins::Plugins>,
     scheduler: Arc<scheduler::Scheduler>,
+    telegram: Arc<channels::telegram::Telegram>,
     computer: Arc<computer::Computer>,
     http: Option<(
         tokio::sync::oneshot::Sender<()>,
@@ -406,6 +411,14 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         http_addr.map_or(0, |a| a.port()),
         settings.http_hosts.clone(),
     ));
+    // The Telegram channel polls in its own task while a token is stored (never delays
+    // readiness); the last step here that can fail, so no task is left behind by one.
+    let telegram = channels::telegram::Telegram::start(
+        &settings.telegram_api,
+        &hub_db,
+        chat.clone(),
+        &notifier,
+    )?;
     // Never delays readiness: servers start in the supervisor's own tasks.
     let plugins = plugins::Plugins::start(
         plugins::SupervisorConfig::new(settings.home.clone()),
@@ -450,6 +463,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         plugins: plugins.clone(),
         notifier: notifier.clone(),
         scheduler: scheduler.clone(),
+        telegram: telegram.clone(),
     };
     rpc.serve(state.clone());
     if let Some(listener) = listener {
@@ -488,6 +502,7 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
         reminders,
         plugins,
         scheduler,
+        telegram,
         computer,
         http,
         advertiser,
@@ -510,9 +525,10 @@ impl Hub {
         self.shutdown().await;
     }
 
-    /// Shuts down in order: the HTTP server stops accepting; the scheduler stops (no run
-    /// starts, its runs are stopped and joined); chat turns are stopped
-    /// (their streams end, so the server's open responses finish); the plugins' servers
+    /// Shuts down in order: the HTTP server stops accepting; Telegram stops taking
+    /// messages; the scheduler stops (no run starts, its runs are stopped and joined);
+    /// chat turns are stopped (their streams end, so the server's open responses finish,
+    /// and Telegram's replies send their last edit); the plugins' servers
     /// and the computer plugin's background processes are stopped (their process groups
     /// killed); the server drains; the iroh router
     /// lets sync sessions flush; the store checkpoints its WAL.
@@ -525,10 +541,15 @@ impl Hub {
             let _ = tx.send(());
             task
         });
+        // Before the turns stop: no message is taken that could not be answered (an
+        // update not yet confirmed stays with Telegram for the next start).
+        self.telegram.stop_intake();
         // Before the chat service stops the agent: scheduled runs end as `aborted`
         // through the scheduler (recorded, not notified as failures) and none starts.
         self.scheduler.shutdown().await;
         self.chat.shutdown(std::time::Duration::from_secs(5)).await;
+        // Right after: its replies end with their turns' streams.
+        self.telegram.shutdown().await;
         self.task_jobs.shutdown().await;
         self.reminders.shutdown().await;
         // After the turns: no tool call is left waiting on a server.

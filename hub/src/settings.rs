@@ -1,7 +1,7 @@
 //! Hub settings: the one place configuration is read. Two kinds, each with one home:
 //!
 //! - **Process settings** (data directory, addresses and ports, relay, mDNS, the HTTP
-//!   host allowlist, provider URLs) are read once at start, here: embedded defaults, then
+//!   host allowlist, provider URLs, the Telegram Bot API's URL) are read once at start, here: embedded defaults, then
 //!   the file `$HEARTH_HOME/hub.json` ([`SETTINGS_FILE`], optional), then `HEARTH_*`
 //!   environment variables, then flags (clap reads those two; see [`ProcessArgs`]).
 //! - **Runtime settings** (the chat, summary and embedding models, the agent's
@@ -72,6 +72,8 @@ pub struct HubSettings {
     pub pair_require_ticket: bool,
     /// Where the model providers live.
     pub provider_urls: ProviderUrls,
+    /// The Telegram Bot API's base URL (the bot token is appended per request).
+    pub telegram_api: String,
     /// Runtime settings to store on the first start (the database wins afterwards).
     pub seeds: RuntimeSeeds,
     /// The `hearth/sync/N` versions served (normally `hearth_protocol::SYNC_VERSIONS`;
@@ -97,6 +99,7 @@ impl HubSettings {
             name: "hearth".into(),
             pair_require_ticket: false,
             provider_urls: ProviderUrls::default(),
+            telegram_api: "https://api.telegram.org".into(),
             seeds: RuntimeSeeds::default(),
             sync_versions: hearth_protocol::SYNC_VERSIONS.to_vec(),
             pair_versions: hearth_protocol::PAIR_VERSIONS.to_vec(),
@@ -158,6 +161,9 @@ pub struct ProcessArgs {
     /// [default: http://127.0.0.1:11434/v1].
     #[arg(long, env = "HEARTH_OLLAMA_URL")]
     pub ollama_url: Option<String>,
+    /// The Telegram Bot API's base URL [default: https://api.telegram.org].
+    #[arg(long, env = "HEARTH_TELEGRAM_API")]
+    pub telegram_api: Option<String>,
     /// First start only (then change it through the API): the chat model,
     /// `provider:model` (anthropic, openai or ollama) [default: anthropic:claude-sonnet-4-5].
     #[arg(long, env = "HEARTH_CHAT_MODEL")]
@@ -199,6 +205,7 @@ struct FileSettings {
     anthropic_url: Option<String>,
     openai_url: Option<String>,
     ollama_url: Option<String>,
+    telegram_api: Option<String>,
 }
 
 fn read_file(home: &Path) -> Result<FileSettings, SettingsError> {
@@ -288,6 +295,9 @@ pub fn load(home: PathBuf, args: ProcessArgs) -> Result<HubSettings, SettingsErr
     }
     if let Some(u) = args.ollama_url.or(file.ollama_url) {
         s.provider_urls.ollama = u;
+    }
+    if let Some(u) = args.telegram_api.or(file.telegram_api) {
+        s.telegram_api = u.trim_end_matches('/').to_string();
     }
     s.seeds = RuntimeSeeds {
         chat_model: args.chat_model,

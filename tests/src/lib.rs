@@ -6,6 +6,7 @@
 //! whose stdout lines can be awaited and whose stderr goes to a file; [`HubProc`] and
 //! [`NodeHome`] wrap the usual steps; [`relay`] runs a local iroh relay for the
 //! away-from-home tests and [`fake_model`] a model provider a namespaced hub can reach;
+//! [`fake_telegram`] plays the Telegram Bot API for the channel's tests;
 //! [`browser`] runs the web UI's journeys in headless Chromium against them;
 //! [`mcp_server_entry`] finds the real MCP servers installed in `tests/mcp`.
 //! Nothing here sends a packet off this machine.
@@ -25,6 +26,7 @@ use anyhow::{anyhow, bail, Context};
 pub mod agent_bench;
 pub mod browser;
 pub mod fake_model;
+pub mod fake_telegram;
 pub mod mcp_bench;
 pub mod relay;
 pub mod ui_bench;

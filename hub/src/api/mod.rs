@@ -25,6 +25,7 @@
 //! served without being documented.
 
 pub mod caller;
+mod channels;
 mod chat;
 mod devices;
 mod errors;
@@ -71,6 +72,8 @@ pub struct ApiState {
     pub notifier: Arc<crate::notify::Notifier>,
     /// Schedules: their store and the running scheduler.
     pub scheduler: Arc<crate::scheduler::Scheduler>,
+    /// The Telegram channel (the owner's only).
+    pub telegram: Arc<crate::channels::telegram::Telegram>,
 }
 
 /// Where the OpenAPI document is served, relative to the API root.
@@ -101,6 +104,7 @@ pub fn routes(state: &ApiState) -> ApiRoutes<ApiState> {
         .merge(notifications::routes())
         .merge(schedules::routes())
         .merge(schedule_preview::routes())
+        .merge(channels::routes())
         .merge(hearth_ui::events::socket::routes(
             state.chat.events.ring().clone(),
             Server::Hub,

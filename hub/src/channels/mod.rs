@@ -8,6 +8,8 @@
 //! answers a chat that is not on its list and never holds a secret outside
 //! [`crate::secrets::SecretStore`].
 
+pub mod telegram;
+
 use futures_util::future::BoxFuture;
 
 use crate::notify::Notification;

@@ -148,6 +148,7 @@ pub async fn api_state(home: &Path) -> TestState {
         },
         hearth_hub::scheduler::SchedulerConfig::default(),
     );
+    let chat_service = chat.clone();
     let state = ApiState {
         store,
         registry: Arc::new(DeviceRegistry::open(&hub_db).expect("registry")),
@@ -156,8 +157,15 @@ pub async fn api_state(home: &Path) -> TestState {
         runtime,
         access,
         plugins,
-        notifier,
+        notifier: notifier.clone(),
         scheduler,
+        telegram: hearth_hub::channels::telegram::Telegram::start(
+            "http://127.0.0.1:9",
+            &hub_db,
+            chat_service,
+            &notifier,
+        )
+        .expect("telegram"),
     };
     TestState {
         state,

@@ -24,6 +24,7 @@ mod replication;
 mod schedules;
 mod scope;
 mod task_jobs;
+mod telegram;
 mod tidy;
 mod ui_chat;
 mod ui_notifications;
