@@ -137,8 +137,13 @@ pub async fn run(bins: &Binaries, many: usize, loaded: usize) -> anyhow::Result<
     // Read within a second of the write; the listing proves the rows are there.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let full = rss_mb(hub.proc.pid());
-    let listed = hub_cli(bins, &home, &["schedules", "list"])?.lines().count();
-    anyhow::ensure!(listed >= loaded, "{listed} schedules listed, {loaded} written");
+    let listed = hub_cli(bins, &home, &["schedules", "list"])?
+        .lines()
+        .count();
+    anyhow::ensure!(
+        listed >= loaded,
+        "{listed} schedules listed, {loaded} written"
+    );
     hub.proc.terminate();
 
     // Delay: a fresh hub, 10 schedules, then `many`.
@@ -161,11 +166,23 @@ pub async fn run(bins: &Binaries, many: usize, loaded: usize) -> anyhow::Result<
     served.abort();
 
     for (n, d) in &results {
-        figure(&format!("scheduler_delay_p50_{n}"), percentile(d, 0.50), "ms");
-        figure(&format!("scheduler_delay_p99_{n}"), percentile(d, 0.99), "ms");
+        figure(
+            &format!("scheduler_delay_p50_{n}"),
+            percentile(d, 0.50),
+            "ms",
+        );
+        figure(
+            &format!("scheduler_delay_p99_{n}"),
+            percentile(d, 0.99),
+            "ms",
+        );
     }
     figure("hub_rss_no_schedules", format!("{empty:.1}"), "MB");
-    figure(&format!("hub_rss_{loaded}_schedules"), format!("{full:.1}"), "MB");
+    figure(
+        &format!("hub_rss_{loaded}_schedules"),
+        format!("{full:.1}"),
+        "MB",
+    );
     eprintln!(
         "rerun: cargo run --release -p hearth-tests --bin hearth-bench -- scheduler \
          [--notes {many}] [--docs {loaded}]   (delay schedules, loaded schedules)"
