@@ -29,6 +29,7 @@ pub mod fake_model;
 pub mod fake_telegram;
 pub mod mcp_bench;
 pub mod relay;
+pub mod scheduler_bench;
 pub mod ui_bench;
 
 /// Dispatches `argv[1]` to the hub's (`hearth-hub`) or node's (`hearth`) command line,

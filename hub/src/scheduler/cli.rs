@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use chrono::TimeZone;
 use chrono_tz::Tz;
-use clap::{ArgGroup, Subcommand};
+use clap::{ArgGroup, Args, Subcommand};
 
 use super::{
     service::{check_model, resume_patch},
@@ -25,46 +25,7 @@ use super::{
 pub enum SchedulesCommand {
     /// Add a schedule: the agent gets PROMPT in PROJECT every interval, on a cron
     /// expression, or once.
-    #[command(group(ArgGroup::new("when").required(true).args(["every", "cron", "at"])))]
-    Add {
-        /// What to call it.
-        name: String,
-        /// The project its runs work in (name or id).
-        #[arg(long)]
-        project: String,
-        /// An interval: 30min, 6h, 1d, 2w (fixed durations: 1d is 24 h, use --cron for
-        /// "every day at 9"), 1m, 1y (calendar months and years).
-        #[arg(long)]
-        every: Option<String>,
-        /// A 5-field cron expression (minute hour day-of-month month day-of-week), in
-        /// --tz, e.g. "0 9 * * 1-5".
-        #[arg(long)]
-        cron: Option<String>,
-        /// Once, at 2026-12-01T09:00 (in --tz) or an RFC 3339 instant.
-        #[arg(long)]
-        at: Option<String>,
-        /// IANA time zone (default: the hub's, whatever it is when times are computed).
-        #[arg(long, default_value = "")]
-        tz: String,
-        /// What the agent is asked.
-        #[arg(long)]
-        prompt: String,
-        /// provider/model instead of the configured chat model.
-        #[arg(long)]
-        model: Option<String>,
-        /// A tool its runs may use without asking (repeatable).
-        #[arg(long = "allow", value_name = "TOOL")]
-        allow: Vec<String>,
-        /// What happens to due times missed while the hub was down or asleep.
-        #[arg(long, default_value = "run_once", value_parser = ["skip", "run_once", "catch_up"])]
-        missed: String,
-        /// The most runs catch_up starts after a gap.
-        #[arg(long, default_value_t = 3)]
-        catch_up_max: u32,
-        /// How long a run's approval waits for you: 90s, 30min, 24h, 7d.
-        #[arg(long, default_value = "24h")]
-        approval_wait: String,
-    },
+    Add(Box<AddArgs>),
     /// List schedules with their next due time.
     List,
     /// Pause a schedule: it does not fall due until resumed.
@@ -95,6 +56,49 @@ pub enum SchedulesCommand {
         /// Its id (or a unique prefix).
         id: String,
     },
+}
+
+/// `schedules add`: exactly one of `--every`, `--cron`, `--at`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("when").required(true).args(["every", "cron", "at"])))]
+pub struct AddArgs {
+    /// What to call it.
+    name: String,
+    /// The project its runs work in (name or id).
+    #[arg(long)]
+    project: String,
+    /// An interval: 30min, 6h, 1d, 2w (fixed durations: 1d is 24 h, use --cron for
+    /// "every day at 9"), 1m, 1y (calendar months and years).
+    #[arg(long)]
+    every: Option<String>,
+    /// A 5-field cron expression (minute hour day-of-month month day-of-week), in
+    /// --tz, e.g. "0 9 * * 1-5".
+    #[arg(long)]
+    cron: Option<String>,
+    /// Once, at 2026-12-01T09:00 (in --tz) or an RFC 3339 instant.
+    #[arg(long)]
+    at: Option<String>,
+    /// IANA time zone (default: the hub's, whatever it is when times are computed).
+    #[arg(long, default_value = "")]
+    tz: String,
+    /// What the agent is asked.
+    #[arg(long)]
+    prompt: String,
+    /// provider/model instead of the configured chat model.
+    #[arg(long)]
+    model: Option<String>,
+    /// A tool its runs may use without asking (repeatable).
+    #[arg(long = "allow", value_name = "TOOL")]
+    allow: Vec<String>,
+    /// What happens to due times missed while the hub was down or asleep.
+    #[arg(long, default_value = "run_once", value_parser = ["skip", "run_once", "catch_up"])]
+    missed: String,
+    /// The most runs catch_up starts after a gap.
+    #[arg(long, default_value_t = 3)]
+    catch_up_max: u32,
+    /// How long a run's approval waits for you: 90s, 30min, 24h, 7d.
+    #[arg(long, default_value = "24h")]
+    approval_wait: String,
 }
 
 /// Seconds in `90s`, `30min`, `24h`, `7d`.
@@ -174,20 +178,21 @@ fn offline(home: &Path, cmd: SchedulesCommand) -> anyhow::Result<()> {
     let hub_tz = crate::settings::RuntimeStore::open(&hub_db)?.load()?.tz();
     let now = crate::hubdb::now_ms();
     match cmd {
-        SchedulesCommand::Add {
-            name,
-            project,
-            every,
-            cron,
-            at,
-            tz,
-            prompt,
-            model,
-            allow,
-            missed,
-            catch_up_max,
-            approval_wait,
-        } => {
+        SchedulesCommand::Add(add) => {
+            let AddArgs {
+                name,
+                project,
+                every,
+                cron,
+                at,
+                tz,
+                prompt,
+                model,
+                allow,
+                missed,
+                catch_up_max,
+                approval_wait,
+            } = *add;
             let (kind, spec) = match (every, cron, at) {
                 (Some(s), _, _) => (ScheduleKind::Interval, s),
                 (_, Some(s), _) => (ScheduleKind::Cron, s),

@@ -34,6 +34,11 @@
 //! tests/mcp`): an MCP tool call through the hub against the same call made directly to
 //! the server, and the hub's time to ready with and without five MCP servers, see
 //! `hearth_tests::mcp_bench`.
+//!
+//! `hearth-bench scheduler [--notes N] [--docs M]` (default 1,000 schedules due within
+//! 3 s, against 10 as the reference; 10,000 loaded for memory): the delay between a
+//! run's due time and its start on a real hub, and the hub's RSS with and without the
+//! schedules, see `hearth_tests::scheduler_bench`.
 
 use std::{
     path::{Path, PathBuf},
@@ -113,8 +118,17 @@ fn main() -> anyhow::Result<()> {
             } else {
                 opts.edits
             })),
+        // --notes: schedules due together (1,000); --docs: schedules loaded (10,000).
+        Some("scheduler") => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(hearth_tests::scheduler_bench::run(
+                &Binaries::new(std::env::current_exe()?),
+                opts.notes,
+                opts.docs,
+            )),
         _ => bail!(
-            "usage: hearth-bench sync|pair|agent|api|ui|mcp [--docs N] [--edits N] [--js-docs N] [--no-js] [--clients N] [--requests N] [--notes N]"
+            "usage: hearth-bench sync|pair|agent|api|ui|mcp|scheduler [--docs N] [--edits N] [--js-docs N] [--no-js] [--clients N] [--requests N] [--notes N]"
         ),
     }
 }
