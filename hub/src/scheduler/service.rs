@@ -16,7 +16,7 @@
 //! (through the agent) and joined by [`Scheduler::shutdown`].
 
 use std::{
-    collections::{HashMap, HashSet, VecDeque},
+    collections::{HashMap, VecDeque},
     path::PathBuf,
     sync::{Arc, Mutex},
     time::Duration,
@@ -119,7 +119,7 @@ enum Command {
 /// The running scheduler's handle.
 pub struct Scheduler {
     store: Arc<ScheduleStore>,
-    running: Arc<Mutex<HashSet<String>>>,
+    running: Arc<Mutex<HashMap<String, i64>>>,
     wake: Arc<Notify>,
     commands: mpsc::Sender<Command>,
     stop: watch::Sender<bool>,
@@ -138,7 +138,7 @@ impl Scheduler {
     pub fn start(deps: SchedulerDeps, config: SchedulerConfig) -> Arc<Scheduler> {
         let (commands, command_rx) = mpsc::channel(64);
         let (stop, stop_rx) = watch::channel(false);
-        let running: Arc<Mutex<HashSet<String>>> = Arc::default();
+        let running: Arc<Mutex<HashMap<String, i64>>> = Arc::default();
         let wake = Arc::new(Notify::new());
         let store = deps.store.clone();
         let driver = Driver {
@@ -198,7 +198,10 @@ impl Scheduler {
 
     /// Whether schedule `id` has a run under way.
     pub fn is_running(&self, id: &str) -> bool {
-        self.running.lock().map(|r| r.contains(id)).unwrap_or(false)
+        self.running
+            .lock()
+            .map(|r| r.contains_key(id))
+            .unwrap_or(false)
     }
 
     /// Reads the schedules again now (after a write through [`Scheduler::store`], whose
@@ -249,9 +252,10 @@ struct Driver {
     queues: HashMap<String, VecDeque<PlannedRun>>,
     runs: JoinSet<()>,
     /// Which schedule each run task is for.
-    tasks: HashMap<tokio::task::Id, String>,
+    /// Each run's task: its schedule and run.
+    tasks: HashMap<tokio::task::Id, (String, i64)>,
     /// Schedules with a run under way (shared with the handle's `is_running`).
-    running: Arc<Mutex<HashSet<String>>>,
+    running: Arc<Mutex<HashMap<String, i64>>>,
     data_version: Option<i64>,
     reload: bool,
     hub_tz: Tz,
@@ -367,7 +371,7 @@ impl Driver {
     async fn follow_hub_zone(&mut self) {
         let now = self.clock.now_ms();
         let hub_tz = self.hub_tz;
-        let mut moved: Vec<(String, Option<i64>)> = Vec::new();
+        let mut moved: Vec<(String, i64, Option<i64>)> = Vec::new();
         for entry in self.entries.values_mut() {
             let s = &mut entry.schedule;
             let Some(due) = s.next_due.filter(|&d| d > now) else {
@@ -381,21 +385,30 @@ impl Driver {
             if next != Some(due) {
                 tracing::info!(schedule = %s.id, zone = %hub_tz, "due time follows the hub's new zone");
                 s.next_due = next;
-                moved.push((s.id.clone(), next));
+                moved.push((s.id.clone(), s.updated_at, next));
             }
         }
         if !moved.is_empty() {
             let store = self.ctx.store.clone();
-            if let Err(e) = blocking(move || store.set_next_dues(&moved)).await {
-                tracing::warn!(error = %e, "cannot store due times moved to the hub's zone");
-                return;
+            let wanted = moved.len();
+            match blocking(move || store.set_next_dues(&moved)).await {
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot store due times moved to the hub's zone");
+                    return;
+                }
+                // Some were changed meanwhile: read them again.
+                Ok(stored) if stored < wanted => self.reload = true,
+                Ok(_) => {}
             }
         }
         self.zone_checked = Some(hub_tz);
     }
 
     fn is_busy(&self, id: &str) -> bool {
-        self.running.lock().map(|r| r.contains(id)).unwrap_or(false)
+        self.running
+            .lock()
+            .map(|r| r.contains_key(id))
+            .unwrap_or(false)
             || self.queues.get(id).is_some_and(|q| !q.is_empty())
     }
 
@@ -437,7 +450,7 @@ impl Driver {
                 tracing::info!(schedule = %id, missed_since = next_due, "missed due times skipped");
             }
             s.next_due = plan.next_due;
-            updates.push((id.clone(), plan.next_due));
+            updates.push((id.clone(), s.updated_at, plan.next_due));
             if !plan.runs.is_empty() {
                 self.queues.insert(id, plan.runs.into());
             }
@@ -446,8 +459,12 @@ impl Driver {
             return;
         }
         let store = self.ctx.store.clone();
-        if let Err(e) = blocking(move || store.set_next_dues(&updates)).await {
-            tracing::warn!(error = %e, "cannot store the schedules' next due times");
+        let wanted = updates.len();
+        match blocking(move || store.set_next_dues(&updates)).await {
+            Err(e) => tracing::warn!(error = %e, "cannot store the schedules' next due times"),
+            // The owner changed some meanwhile: their change stands; read them again.
+            Ok(stored) if stored < wanted => self.reload = true,
+            Ok(_) => {}
         }
     }
 
@@ -458,7 +475,7 @@ impl Driver {
             let next = self
                 .queues
                 .iter()
-                .filter(|(id, q)| !q.is_empty() && !running.contains(*id))
+                .filter(|(id, q)| !q.is_empty() && !running.contains_key(*id))
                 .filter_map(|(id, q)| q.front().map(|r| (r.due_at, id.clone())))
                 .min();
             let Some((_, id)) = next else { return };
@@ -489,12 +506,15 @@ impl Driver {
         let run = blocking(move || store.start_run(&s, reason, due_at, started_at)).await?;
         tracing::info!(schedule = %schedule.id, run = run.id, reason = reason.as_str(), late_ms = started_at - due_at, "scheduled run starts");
         if let Ok(mut r) = self.running.lock() {
-            r.insert(schedule.id.clone());
+            r.insert(schedule.id.clone(), run.id);
         }
         let (ctx, stop, record) = (self.ctx.clone(), self.stop.clone(), run.clone());
-        let id = schedule.id.clone();
-        let task = self.runs.spawn(execute(ctx, schedule, record, stop));
-        self.tasks.insert(task.id(), id);
+        let key = (schedule.id.clone(), run.id);
+        let running = self.running.clone();
+        let task = self
+            .runs
+            .spawn(execute(ctx, schedule, record, stop, running));
+        self.tasks.insert(task.id(), key);
         Ok(run)
     }
 
@@ -527,10 +547,8 @@ impl Driver {
                 e.id()
             }
         };
-        if let Some(schedule) = self.tasks.remove(&task) {
-            if let Ok(mut r) = self.running.lock() {
-                r.remove(&schedule);
-            }
+        if let Some((schedule, run)) = self.tasks.remove(&task) {
+            done_running(&self.running, &schedule, run);
         }
     }
 
@@ -631,12 +649,22 @@ fn cut(text: &str) -> String {
     }
 }
 
+/// Marks `run` of `schedule` no longer under way (unless a later run took its place).
+fn done_running(running: &Mutex<HashMap<String, i64>>, schedule: &str, run: i64) {
+    if let Ok(mut r) = running.lock() {
+        if r.get(schedule) == Some(&run) {
+            r.remove(schedule);
+        }
+    }
+}
+
 /// One run: the agent, the record of how it ended, the notification.
 async fn execute(
     ctx: Arc<RunContext>,
     schedule: Schedule,
     run: Run,
     mut stop: watch::Receiver<bool>,
+    running: Arc<Mutex<HashMap<String, i64>>>,
 ) {
     let model = match schedule.model.clone() {
         None => Ok(None),
@@ -704,6 +732,9 @@ async fn execute(
             }
         }
     };
+    // The agent is done: from here on the schedule may run again, before its record
+    // is written, so whoever sees the run ended can start the next at once.
+    done_running(&running, &schedule.id, run.id);
     let ended_at = ctx.clock.now_ms();
     let (store, record) = (ctx.store.clone(), end.clone());
     if let Err(e) = blocking(move || store.finish_run(run.id, &record, ended_at)).await {

@@ -739,19 +739,26 @@ impl ScheduleStore {
         )? > 0)
     }
 
-    /// Sets when each schedule next falls due, in one transaction (the scheduler plans
-    /// many at once); schedules that are gone are passed over.
-    pub fn set_next_dues(&self, updates: &[(String, Option<i64>)]) -> Result<(), ScheduleError> {
+    /// Stores many due times in one transaction (one disk sync for a thousand). Each
+    /// carries the `updated_at` its caller computed it from: a schedule changed since
+    /// (the owner edited it meanwhile) keeps the owner's change, and the caller reads
+    /// it again. Answers how many were stored.
+    pub fn set_next_dues(
+        &self,
+        updates: &[(String, i64, Option<i64>)],
+    ) -> Result<usize, ScheduleError> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
+        let mut stored = 0;
         {
-            let mut stmt = tx.prepare("UPDATE schedules SET next_due = ?2 WHERE id = ?1")?;
-            for (id, next_due) in updates {
-                stmt.execute(params![id, next_due])?;
+            let mut stmt =
+                tx.prepare("UPDATE schedules SET next_due = ?3 WHERE id = ?1 AND updated_at = ?2")?;
+            for (id, seen, next_due) in updates {
+                stored += stmt.execute(params![id, seen, next_due])?;
             }
         }
         tx.commit()?;
-        Ok(())
+        Ok(stored)
     }
 
     /// Deletes the schedule (its runs stay, for the record); false if there was none.
@@ -975,6 +982,34 @@ mod tests {
         assert_eq!(store.runs(&a.id, 10, 0).expect("runs kept").1, 2);
         let t = DocId::random();
         assert!(store.claim_reminder(t, "2026-11-23", 1).expect("first"));
+        // The scheduler's due time, computed from a schedule the owner changed since,
+        // does not overwrite the owner's change.
+        let b = store.create(new(p1, "weekly")).expect("create");
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        let edited = store
+            .update(
+                &b.id,
+                SchedulePatch {
+                    next_due: Some(Some(9_000)),
+                    ..Default::default()
+                },
+            )
+            .expect("owner's edit");
+        let stored = store
+            .set_next_dues(&[
+                (b.id.clone(), b.updated_at, Some(5_000)),
+                ("gone".into(), 0, Some(1)),
+            ])
+            .expect("stale");
+        assert_eq!(stored, 0);
+        assert_eq!(
+            store.get(&b.id).expect("get").and_then(|s| s.next_due),
+            Some(9_000)
+        );
+        let stored = store
+            .set_next_dues(&[(b.id.clone(), edited.updated_at, Some(12_000))])
+            .expect("fresh");
+        assert_eq!(stored, 1);
         assert!(!store.claim_reminder(t, "2026-11-23", 2).expect("once"));
     }
 }
