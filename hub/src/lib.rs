@@ -156,8 +156,8 @@ pub struct Hub {
     chat: Arc<chat::ChatService>,
     events: Arc<events::EventHub>,
     notifier: Arc<notify::Notifier>,
-    task_jobs: scheduler::tasks::TaskJobs,
-    reminders: scheduler::reminders::TaskReminders,
+    task_jobs: scheduler::tasks::FeedLoop,
+    reminders: scheduler::tasks::FeedLoop,
     plugins: Arc<plugins::Plugins>,
     scheduler: Arc<scheduler::Scheduler>,
     telegram: Arc<channels::telegram::Telegram>,
@@ -485,8 +485,8 @@ pub async fn launch(settings: HubSettings) -> Result<Hub, HubError> {
     events.start(store.clone(), registry.clone());
     // Approvals a scheduled run waits for reach the owner as notifications.
     notifier.follow_agent(chat.agent.subscribe());
-    let task_jobs = scheduler::tasks::TaskJobs::start(task_jobs);
-    let reminders = scheduler::reminders::TaskReminders::start(reminders);
+    let task_jobs = task_jobs.start();
+    let reminders = reminders.start();
     tracing::info!(%id, ?sync_addrs, ?http_addr, relay = %settings.net.relay, "hub started");
     tracing::info!("{}", settings::away_from_home_notice(&settings.net.relay));
     Ok(Hub {

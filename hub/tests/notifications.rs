@@ -7,16 +7,14 @@
 
 mod api_state;
 
-use std::time::Duration;
 
-use api_state::{api_state, send, TestState};
+use api_state::{api_state, lines, send, TestState};
 use axum::{
     body::Body,
     http::{Request, StatusCode},
     response::Response,
     Router,
 };
-use futures_util::StreamExt;
 use hearth_hub::{
     api::{self, ApiState},
     notify::{Notification, NotificationKind, NotificationRefs},
@@ -344,25 +342,6 @@ async fn a_scoped_device_lists_and_marks_only_its_subtrees_notifications() {
         )
         .await;
     assert_eq!(v, json!({ "marked": 1, "unread": 1 }));
-}
-
-/// Reads ndjson lines from a relayed event stream until `n` lines or a quiet second.
-async fn lines(resp: Response, n: usize) -> Vec<Value> {
-    assert_eq!(resp.status(), StatusCode::OK);
-    let mut body = resp.into_body().into_data_stream();
-    let mut text = String::new();
-    let mut out = Vec::new();
-    while out.len() < n {
-        match tokio::time::timeout(Duration::from_secs(1), body.next()).await {
-            Ok(Some(Ok(bytes))) => text.push_str(&String::from_utf8_lossy(&bytes)),
-            _ => break,
-        }
-        while let Some((line, rest)) = text.split_once('\n') {
-            out.push(serde_json::from_str(line).expect("json line"));
-            text = rest.to_string();
-        }
-    }
-    out
 }
 
 #[tokio::test]

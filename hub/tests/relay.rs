@@ -7,7 +7,7 @@
 
 mod api_state;
 
-use api_state::{api_state, TestState, PORT};
+use api_state::{api_state, lines, TestState, PORT};
 use std::{collections::BTreeSet, time::Duration};
 
 use axum::{
@@ -418,25 +418,6 @@ async fn revoked_keys_and_unrelayed_routes_are_refused() {
         .set_scope(&n.to_string(), Some(&work.to_string()))
         .expect("narrow");
     assert_eq!(h.code(n, Get, "/devices", None).await, "out_of_scope");
-}
-
-/// Reads ndjson lines from a relayed event stream until `n` lines or a quiet second.
-async fn lines(resp: Response, n: usize) -> Vec<Value> {
-    assert_eq!(resp.status(), StatusCode::OK);
-    let mut body = resp.into_body().into_data_stream();
-    let mut text = String::new();
-    let mut out = Vec::new();
-    while out.len() < n {
-        match tokio::time::timeout(Duration::from_secs(1), body.next()).await {
-            Ok(Some(Ok(bytes))) => text.push_str(&String::from_utf8_lossy(&bytes)),
-            _ => break,
-        }
-        while let Some((line, rest)) = text.split_once('\n') {
-            out.push(serde_json::from_str(line).expect("json line"));
-            text = rest.to_string();
-        }
-    }
-    out
 }
 
 #[tokio::test]

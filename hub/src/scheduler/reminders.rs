@@ -17,7 +17,7 @@ use hearth_sync::{store::Listed, Details, DocId, DocumentStore, Filter, Kind};
 use tokio::sync::{broadcast, watch};
 
 use super::{
-    tasks::{next_wake, Wake},
+    tasks::{next_wake, FeedLoop, Wake},
     timing::due_instant,
     ScheduleError, ScheduleStore,
 };
@@ -91,7 +91,7 @@ fn due_words(due: &str, at: i64, now: i64, tz: Tz, interval: Option<&str>) -> St
     }
 }
 
-/// What looks for due tasks: the blocking half of [`TaskReminders`] (and of tests, with
+/// What looks for due tasks: the blocking half of the reminders loop ([`Reminders::start`]) (and of tests, with
 /// a clock of their own).
 pub struct Reminders {
     store: DocumentStore,
@@ -209,27 +209,13 @@ impl Reminders {
     }
 }
 
-/// The running reminders: a task on the hub's runtime, stopped by [`Self::shutdown`].
-pub struct TaskReminders {
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl TaskReminders {
+impl Reminders {
     /// Looks now, then every [`REMINDER_PERIOD`] and whenever a task changes.
-    pub fn start(reminders: Reminders) -> Self {
-        let feed = reminders.store.subscribe();
-        let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(remind(Arc::new(reminders), feed, stopped));
-        Self { stop, task }
-    }
-
-    /// Stops looking and waits for the loop to end.
-    pub async fn shutdown(self) {
-        let _ = self.stop.send(true);
-        if let Err(e) = self.task.await {
-            tracing::warn!(error = %e, "the task reminders ended badly");
-        }
+    pub fn start(self) -> FeedLoop {
+        let feed = self.store.subscribe();
+        FeedLoop::spawn("task reminders", |stopped| {
+            remind(Arc::new(self), feed, stopped)
+        })
     }
 }
 

@@ -143,7 +143,7 @@ fn wanted(task: &Task, general: DocId, tz: Tz, now: i64) -> Option<Wanted> {
 }
 
 /// What keeps task schedules equal to their tasks: the blocking half, driven by
-/// [`TaskJobs`] (and by tests with a clock of their own).
+/// the follower loop ([`TaskFollower::start`]) (and by tests with a clock of their own).
 pub struct TaskFollower {
     store: DocumentStore,
     schedules: Arc<ScheduleStore>,
@@ -406,28 +406,42 @@ pub(super) async fn next_wake(
     Wake::Changed(ids)
 }
 
-/// The running follower: a task on the hub's runtime, stopped by [`Self::shutdown`].
-pub struct TaskJobs {
+/// A loop on the hub's runtime that follows the store's change feed (the task job
+/// follower, the reminders), stopped by [`Self::shutdown`].
+pub struct FeedLoop {
+    what: &'static str,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl TaskJobs {
-    /// Subscribes to `follower`'s store feed (before anything is read, so no change
-    /// slips between), reconciles everything, then follows each change.
-    pub fn start(follower: TaskFollower) -> Self {
-        let feed = follower.store.subscribe();
+impl FeedLoop {
+    /// Spawns `run` with the receiver of its stop signal.
+    pub(super) fn spawn<F>(what: &'static str, run: impl FnOnce(watch::Receiver<bool>) -> F) -> Self
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         let (stop, stopped) = watch::channel(false);
-        let task = tokio::spawn(follow(Arc::new(follower), feed, stopped));
-        Self { stop, task }
+        let task = tokio::spawn(run(stopped));
+        Self { what, stop, task }
     }
 
-    /// Stops following and waits for the loop to end.
+    /// Stops the loop and waits for it to end.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         if let Err(e) = self.task.await {
-            tracing::warn!(error = %e, "the task job follower ended badly");
+            tracing::warn!(error = %e, what = self.what, "a scheduler loop ended badly");
         }
+    }
+}
+
+impl TaskFollower {
+    /// Subscribes to the store's feed (before anything is read, so no change slips
+    /// between), reconciles everything, then follows each change.
+    pub fn start(self) -> FeedLoop {
+        let feed = self.store.subscribe();
+        FeedLoop::spawn("task job follower", |stopped| {
+            follow(Arc::new(self), feed, stopped)
+        })
     }
 }
 

@@ -173,3 +173,23 @@ pub async fn api_state(home: &Path) -> TestState {
         general,
     }
 }
+
+/// Reads ndjson lines from a relayed event stream until `n` lines or a quiet second.
+pub async fn lines(resp: axum::response::Response, n: usize) -> Vec<serde_json::Value> {
+    use futures_util::StreamExt;
+    assert_eq!(resp.status(), axum::http::StatusCode::OK);
+    let mut body = resp.into_body().into_data_stream();
+    let mut text = String::new();
+    let mut out = Vec::new();
+    while out.len() < n {
+        match tokio::time::timeout(std::time::Duration::from_secs(1), body.next()).await {
+            Ok(Some(Ok(bytes))) => text.push_str(&String::from_utf8_lossy(&bytes)),
+            _ => break,
+        }
+        while let Some((line, rest)) = text.split_once('\n') {
+            out.push(serde_json::from_str(line).expect("json line"));
+            text = rest.to_string();
+        }
+    }
+    out
+}
