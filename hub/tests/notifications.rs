@@ -7,70 +7,22 @@
 
 mod api_state;
 
-
-use api_state::{api_state, lines, send, TestState};
+use api_state::{
+    lines,
+    relay_hub::{hub, Hub},
+};
 use axum::{
     body::Body,
     http::{Request, StatusCode},
-    response::Response,
     Router,
 };
-use hearth_hub::{
-    api::{self, ApiState},
-    notify::{Notification, NotificationKind, NotificationRefs},
-    rpc_service::Relay,
-};
-use hearth_protocol::{RpcMethod, RpcRequest};
+use hearth_hub::notify::{Notification, NotificationKind, NotificationRefs};
+use hearth_protocol::RpcMethod;
 use hearth_sync::DocId;
-use http_body_util::BodyExt;
-use iroh::{EndpointId, SecretKey};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-struct Hub {
-    _dir: tempfile::TempDir,
-    router: Router,
-    token: String,
-    state: ApiState,
-    relay: Relay,
-}
-
-async fn hub() -> Hub {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let TestState { state, token, .. } = api_state(dir.path()).await;
-    Hub {
-        router: api::router(state.clone(), None),
-        relay: Relay::new(state.clone()),
-        _dir: dir,
-        token,
-        state,
-    }
-}
-
-async fn json_of(resp: Response) -> (StatusCode, Value) {
-    let status = resp.status();
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
 impl Hub {
-    async fn owner(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        send(&self.router, Some(&self.token), method, path, body).await
-    }
-
-    async fn project(&self, name: &str, parent: Option<DocId>) -> DocId {
-        let mut body = json!({ "name": name });
-        if let Some(p) = parent {
-            body["parent"] = json!(p.to_string());
-        }
-        let (s, v) = self.owner("POST", "/projects", Some(body)).await;
-        assert_eq!(s, StatusCode::CREATED, "{v}");
-        v["id"].as_str().expect("id").parse().expect("doc id")
-    }
-
     async fn notify(&self, title: &str, project: Option<DocId>) -> i64 {
         self.state
             .notifier
@@ -88,41 +40,6 @@ impl Hub {
             })
             .await
             .expect("notify")
-    }
-
-    fn device(&self, scope: Option<DocId>) -> EndpointId {
-        let id = SecretKey::generate().public();
-        let scope = scope.map(|s| s.to_string());
-        self.state
-            .registry
-            .add(&id, "laptop", scope.as_deref())
-            .expect("add");
-        id
-    }
-
-    async fn relayed(
-        &self,
-        device: EndpointId,
-        method: RpcMethod,
-        path: &str,
-        body: Option<Value>,
-    ) -> Response {
-        let req = RpcRequest {
-            method,
-            path: path.into(),
-            body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
-        };
-        self.relay.answer(device, req).await
-    }
-
-    async fn relay(
-        &self,
-        device: EndpointId,
-        method: RpcMethod,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        json_of(self.relayed(device, method, path, body).await).await
     }
 }
 
@@ -291,8 +208,8 @@ async fn a_scoped_device_lists_and_marks_only_its_subtrees_notifications() {
     let outside = h.notify("outside", Some(personal)).await;
     let hubwide = h.notify("hub-wide", None).await;
     let in_child = h.notify("in child", Some(clients)).await;
-    let scoped = h.device(Some(work));
-    let full = h.device(None);
+    let scoped = h.device(Some(work), false);
+    let full = h.device(None, false);
 
     let (s, page) = h.relay(scoped, Get, "/notifications", None).await;
     assert_eq!(s, StatusCode::OK, "{page}");
@@ -374,18 +291,18 @@ async fn notification_events_reach_only_devices_whose_scope_reaches_them() {
             .filter_map(|e| e["title"].as_str().map(str::to_string))
             .collect()
     };
-    let scoped = h.device(Some(work));
+    let scoped = h.device(Some(work), false);
     let seen = lines(h.relayed(scoped, Get, "/events?after=0", None).await, 10).await;
     assert_eq!(notified(&seen), ["in root", "in child"], "{seen:?}");
     assert_eq!(recounts(&seen), 0, "{seen:?}");
-    let full = h.device(None);
+    let full = h.device(None, false);
     let seen = lines(h.relayed(full, Get, "/events?after=0", None).await, 10).await;
     assert_eq!(
         notified(&seen),
         ["in root", "outside", "hub-wide", "in child"],
         "{seen:?}"
     );
-    let other = h.device(Some(personal));
+    let other = h.device(Some(personal), false);
     let seen = lines(h.relayed(other, Get, "/events?after=0", None).await, 10).await;
     assert_eq!(notified(&seen), ["outside"], "{seen:?}");
 }

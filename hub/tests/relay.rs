@@ -7,140 +7,16 @@
 
 mod api_state;
 
-use api_state::{api_state, lines, TestState, PORT};
+use api_state::{lines, relay_hub::hub};
 use std::{collections::BTreeSet, time::Duration};
 
-use axum::{
-    body::Body,
-    http::{Request, StatusCode},
-    response::Response,
-    Router,
-};
+use axum::http::StatusCode;
 use futures_util::StreamExt;
-use hearth_hub::{
-    api::{self, ApiState},
-    events::ChatKey,
-    rpc_service::Relay,
-};
-use hearth_protocol::{RpcMethod, RpcRequest};
+use hearth_hub::{api, events::ChatKey};
+use hearth_protocol::RpcMethod;
 use hearth_sync::DocId;
-use http_body_util::BodyExt;
-use iroh::{EndpointId, SecretKey};
+use iroh::SecretKey;
 use serde_json::{json, Value};
-use tower::ServiceExt;
-
-struct Hub {
-    _dir: tempfile::TempDir,
-    owner: Router,
-    token: String,
-    state: ApiState,
-    relay: Relay,
-}
-
-async fn hub() -> Hub {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let TestState {
-        state,
-        token: secret,
-        general: _,
-    } = api_state(dir.path()).await;
-    Hub {
-        owner: api::router(state.clone(), None),
-        relay: Relay::new(state.clone()),
-        _dir: dir,
-        token: secret,
-        state,
-    }
-}
-
-async fn json_of(resp: Response) -> (StatusCode, Value) {
-    let status = resp.status();
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
-}
-
-impl Hub {
-    /// A request with the owner's credential.
-    async fn owner(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let req = Request::builder()
-            .method(method)
-            .uri(format!("/api/v1{path}"))
-            .header("host", format!("127.0.0.1:{PORT}"))
-            .header("authorization", format!("Bearer {}", self.token))
-            .header("content-type", "application/json")
-            .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-            .expect("request");
-        json_of(self.owner.clone().oneshot(req).await.expect("infallible")).await
-    }
-
-    async fn project(&self, name: &str, parent: Option<DocId>) -> DocId {
-        let mut body = json!({ "name": name });
-        if let Some(p) = parent {
-            body["parent"] = json!(p.to_string());
-        }
-        let (s, v) = self.owner("POST", "/projects", Some(body)).await;
-        assert_eq!(s, StatusCode::CREATED, "{v}");
-        v["id"].as_str().expect("id").parse().expect("doc id")
-    }
-
-    fn device(&self, scope: Option<DocId>, admin: bool) -> EndpointId {
-        let id = SecretKey::generate().public();
-        let scope = scope.map(|s| s.to_string());
-        self.state
-            .registry
-            .add(&id, "laptop", scope.as_deref())
-            .expect("add");
-        self.state
-            .registry
-            .set_admin(&id.to_string(), admin)
-            .expect("admin");
-        id
-    }
-
-    async fn relayed(
-        &self,
-        device: EndpointId,
-        method: RpcMethod,
-        path: &str,
-        body: Option<Value>,
-    ) -> Response {
-        let req = RpcRequest {
-            method,
-            path: path.into(),
-            body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
-        };
-        self.relay.answer(device, req).await
-    }
-
-    async fn relay(
-        &self,
-        device: EndpointId,
-        method: RpcMethod,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        json_of(self.relayed(device, method, path, body).await).await
-    }
-
-    /// The error code of a relayed request, or `ok` for a 2xx.
-    async fn code(
-        &self,
-        device: EndpointId,
-        method: RpcMethod,
-        path: &str,
-        body: Option<Value>,
-    ) -> String {
-        let (s, v) = self.relay(device, method, path, body).await;
-        if s.is_success() {
-            "ok".into()
-        } else {
-            v["error"]["code"].as_str().unwrap_or("?").to_string()
-        }
-    }
-}
 
 use RpcMethod::{Delete, Get, Patch, Post, Put};
 

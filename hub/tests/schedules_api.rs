@@ -6,87 +6,15 @@
 
 mod api_state;
 
-use api_state::{api_state, send, TestState, PORT};
+use api_state::{
+    relay_hub::{hub, Hub},
+    PORT,
+};
 
-use axum::{body::Body, http::StatusCode, Router};
-use hearth_hub::{api, rpc_service::Relay};
-use hearth_protocol::{RpcMethod, RpcRequest};
-use hearth_sync::DocId;
-use http_body_util::BodyExt;
-use iroh::{EndpointId, SecretKey};
+use axum::{body::Body, http::StatusCode};
+use hearth_protocol::RpcMethod;
 use serde_json::{json, Value};
 use tower::ServiceExt;
-
-struct Hub {
-    _dir: tempfile::TempDir,
-    router: Router,
-    token: String,
-    state: hearth_hub::api::ApiState,
-    relay: Relay,
-}
-
-async fn hub() -> Hub {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let TestState { state, token, .. } = api_state(dir.path()).await;
-    Hub {
-        router: api::router(state.clone(), None),
-        relay: Relay::new(state.clone()),
-        _dir: dir,
-        token,
-        state,
-    }
-}
-
-impl Hub {
-    async fn owner(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        send(&self.router, Some(&self.token), method, path, body).await
-    }
-
-    async fn project(&self, name: &str, parent: Option<DocId>) -> DocId {
-        let mut body = json!({ "name": name });
-        if let Some(p) = parent {
-            body["parent"] = json!(p.to_string());
-        }
-        let (s, v) = self.owner("POST", "/projects", Some(body)).await;
-        assert_eq!(s, StatusCode::CREATED, "{v}");
-        v["id"].as_str().expect("id").parse().expect("doc id")
-    }
-
-    fn device(&self, scope: Option<DocId>, admin: bool) -> EndpointId {
-        let id = SecretKey::generate().public();
-        let scope = scope.map(|s| s.to_string());
-        self.state
-            .registry
-            .add(&id, "phone", scope.as_deref())
-            .expect("add");
-        self.state
-            .registry
-            .set_admin(&id.to_string(), admin)
-            .expect("admin");
-        id
-    }
-
-    async fn relay(
-        &self,
-        device: EndpointId,
-        method: RpcMethod,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let req = RpcRequest {
-            method,
-            path: path.into(),
-            body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
-        };
-        let resp = self.relay.answer(device, req).await;
-        let status = resp.status();
-        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
-    }
-}
 
 fn briefing(project: &str) -> Value {
     json!({

@@ -6,6 +6,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod relay_hub;
+
 use std::{path::Path, sync::Arc};
 
 use hearth_hub::{
