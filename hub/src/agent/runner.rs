@@ -409,6 +409,10 @@ pub struct RunOptions {
     pub trigger: Trigger,
     /// The model to use instead of the configured one.
     pub model: Option<ModelChoice>,
+    /// The message itself may carry someone else's words (a task's agent job: its
+    /// name and notes replicate from any device that holds the project), so the turn
+    /// starts tainted: guarded tools ask whatever the project or schedule allows.
+    pub untrusted_message: bool,
 }
 
 impl RunOptions {
@@ -417,6 +421,7 @@ impl RunOptions {
         Self {
             trigger: Trigger::Interactive,
             model: None,
+            untrusted_message: false,
         }
     }
 }
@@ -1181,7 +1186,11 @@ impl Agent {
         message: &str,
         options: RunOptions,
     ) -> Result<Outcome, AgentError> {
-        let RunOptions { trigger, model } = options;
+        let RunOptions {
+            trigger,
+            model,
+            untrusted_message,
+        } = options;
         if self.closing.load(Ordering::SeqCst) {
             return Err(AgentError::Invalid("the hub is shutting down".into()));
         }
@@ -1236,7 +1245,7 @@ impl Agent {
         let ctx = self.tool_context(project);
         // Untrusted text already in the conversation (a note read earlier, a page
         // fetched) counts as read in this turn: the model still sees it.
-        let mut tainted = self.history_is_tainted(&messages);
+        let mut tainted = untrusted_message || self.history_is_tainted(&messages);
         let mut transcript: Vec<(String, Value)> = Vec::new();
         let mut steps = 0;
         let mut last_text = String::new();

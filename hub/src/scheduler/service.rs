@@ -694,6 +694,8 @@ async fn execute(
                     approval_timeout: Duration::from_secs(schedule.approval_wait_secs),
                 },
                 model,
+                // A task's name and notes come from whichever device wrote them.
+                untrusted_message: schedule.task.is_some(),
             };
             let invoke =
                 ctx.agent
