@@ -52,8 +52,22 @@ export async function signIn(browser, loginUrl, { colorScheme = 'light', width =
   page.on('console', (m) => {
     if (m.type() === 'error') log(`${name}: console: ${m.text()}`);
   });
+  // Another test adding a veth pair on this machine makes Chromium drop the loads under
+  // way (net::ERR_NETWORK_CHANGED); the app then never boots. The link was used and
+  // the cookie set by then, so one reload is what a person would do.
+  let networkChanged = false;
+  page.on('requestfailed', (r) => {
+    if (r.failure()?.errorText === 'net::ERR_NETWORK_CHANGED') networkChanged = true;
+  });
   await page.goto(loginUrl);
-  await page.waitForSelector('#main', { timeout: 15000 });
+  try {
+    await page.waitForSelector('#main', { timeout: 15000 });
+  } catch (e) {
+    if (!networkChanged) throw e;
+    log(`${name}: the network changed while the app loaded; reloading once`);
+    await page.reload();
+    await page.waitForSelector('#main', { timeout: 15000 });
+  }
   return page;
 }
 
