@@ -36,6 +36,7 @@ mod ui_records;
 mod ui_sanitize;
 mod ui_schedules;
 mod ui_scope;
+mod ui_telegram;
 mod ui_typing;
 mod ui_unit;
 mod ui_xss;

@@ -1,5 +1,6 @@
 // pages/settings.js: the Settings page: provider keys, models, the agent's instructions,
-// the hub's time zone and quiet hours, one project's instructions, tool permissions and
+// the hub's time zone and quiet hours, Telegram (settings/telegram.js), one project's
+// instructions, tool permissions and
 // secrets, and this server's signed-in browsers.
 //
 // Owns: reading and changing runtime settings (`GET/PATCH /settings`), provider keys
@@ -24,6 +25,7 @@ import * as api from '../api.js';
 import { h, replace, ago } from '../dom.js';
 import { projectSelect } from '../projects.js';
 import { action, confirmButton, fetchAll, problem, reason, section, when } from '../admin/common.js';
+import { telegramPart } from '../settings/telegram.js';
 
 const MODEL_SUGGESTIONS = [
   'anthropic:claude-sonnet-4-5',
@@ -656,6 +658,7 @@ export default {
     const modelsEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const instructionsEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const timeEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
+    const telegramEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const projectEl = h('div');
     const sessionsEl = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
     const onNode = ctx.server.kind === 'node';
@@ -670,6 +673,7 @@ export default {
         h('a', { href: '#models' }, 'Models'),
         h('a', { href: '#instructions' }, 'Instructions'),
         h('a', { href: '#time' }, 'Time'),
+        h('a', { href: '#telegram' }, 'Telegram'),
         h('a', { href: '#project' }, 'Project'),
         h('a', { href: '#browsers' }, 'Browsers'),
       ),
@@ -691,6 +695,12 @@ export default {
         'Time zone and quiet hours',
         'The hub’s clock, and when its notifications stay quiet.',
         timeEl,
+      ),
+      card(
+        'telegram',
+        'Telegram',
+        'Talk to the agent from your phone, and hear from it there: approvals, scheduled results, reminders.',
+        telegramEl,
       ),
       card('project', 'Per project', 'Instructions, tools and secrets of one project.', projectEl),
       card(
@@ -716,10 +726,12 @@ export default {
     const reloadKeys = providers(ctx, keysEl);
     const reloadRuntime = runtime(ctx, modelsEl, instructionsEl);
     const reloadTime = timePart(ctx, timeEl);
+    const reloadTelegram = telegramPart(ctx, telegramEl);
     const project = projectPart(ctx, projectEl);
     const reloadSessions = sessions(ctx, sessionsEl);
 
-    const reloadHub = () => Promise.all([reloadKeys(), reloadRuntime(), reloadTime(), project.reload()]);
+    const reloadHub = () =>
+      Promise.all([reloadKeys(), reloadRuntime(), reloadTime(), reloadTelegram(), project.reload()]);
     ctx.on('hub', (online) => online && reloadHub());
     ctx.on('resync', () => {
       reloadHub();
