@@ -495,6 +495,10 @@ async fn connect_stdio(
         source,
     })?;
     let pid = child.id();
+    // A start abandoned mid-handshake (the hub stopping) drops this future: the whole
+    // group goes then, not only its leader (`kill_on_drop`), or a sandbox's inner
+    // process could outlive it.
+    let mut abandoned = GroupGuard(pid);
     let tail = Arc::new(Mutex::new(Tail::default()));
     let stderr_task = child.stderr.take().map(|e| {
         tokio::spawn(read_stderr(
@@ -506,6 +510,7 @@ async fn connect_stdio(
     });
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         kill_group(&mut child, pid).await;
+        abandoned.0 = None;
         return Err(ServerError::Init {
             reason: "no pipes to the server".into(),
             stderr: String::new(),
@@ -517,6 +522,7 @@ async fn connect_stdio(
         Ok(Ok(running)) => running,
         Ok(Err(e)) => {
             kill_group(&mut child, pid).await;
+            abandoned.0 = None;
             // Let the reader take the last lines the server wrote before it died.
             if let Some(task) = stderr_task {
                 let _ = tokio::time::timeout(Duration::from_millis(200), task).await;
@@ -534,6 +540,7 @@ async fn connect_stdio(
         }
         Err(_) => {
             kill_group(&mut child, pid).await;
+            abandoned.0 = None;
             if let Some(task) = stderr_task {
                 task.abort();
             }
@@ -543,6 +550,7 @@ async fn connect_stdio(
             });
         }
     };
+    abandoned.0 = None;
     Ok(Connection::new(
         running,
         Some(child),
@@ -603,6 +611,21 @@ async fn connect_http(
 }
 
 /// Kills a stdio server's whole process group (the server and anything it started).
+/// Kills a process group when dropped, unless its pid was taken out.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pgid) = self.0.and_then(|p| i32::try_from(p).ok()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
 async fn kill_group(child: &mut Child, pid: Option<u32>) {
     #[cfg(unix)]
     if let Some(pgid) = pid.and_then(|p| i32::try_from(p).ok()) {
